@@ -1,0 +1,113 @@
+//! Runs `iwnic_firmware::selftest::CASES` and prints one line per case, then
+//! `N passed, M failed`; exits with success iff nothing failed.
+//!
+//! Two builds of the same file:
+//! - bare metal (`target_os = "none"`): QEMU's riscv `virt` machine, linked with
+//!   `firmware/qemu/link.x` by `scripts/riscv-firmware.sh`; output goes to the 16550 UART and
+//!   the exit status to QEMU through the SiFive test finisher.
+//! - host: a normal program, because `cargo test` builds every example.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+use core::fmt::Write;
+use iwnic_firmware::selftest::CASES;
+
+/// Runs every case, reporting to `out`; returns how many failed.
+fn run_all(out: &mut impl Write, platform: &str) -> usize {
+    // Writes to the UART or stdout cannot fail in a way worth reporting, hence `.ok()`.
+    writeln!(out, "iwnic firmware self-test on {platform}").ok();
+    let mut failed = 0;
+    for case in CASES {
+        match (case.run)() {
+            Ok(()) => writeln!(out, "test {} ... ok", case.name).ok(),
+            Err(why) => {
+                failed += 1;
+                writeln!(out, "test {} ... FAILED: {why}", case.name).ok()
+            }
+        };
+    }
+    writeln!(out, "{} passed, {} failed", CASES.len() - failed, failed).ok();
+    failed
+}
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    struct Stdout;
+    impl Write for Stdout {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            print!("{s}");
+            Ok(())
+        }
+    }
+    let platform = format!("{} (host)", std::env::consts::ARCH);
+    let failed = run_all(&mut Stdout, &platform);
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
+
+/// QEMU `virt` (riscv) bare-metal support: start-up, UART, exit.
+#[cfg(target_os = "none")]
+mod bare {
+    use core::fmt::Write;
+
+    /// ns16550a UART of the `virt` machine.
+    const UART: usize = 0x1000_0000;
+    /// SiFive test finisher of the `virt` machine: a write ends QEMU.
+    const FINISHER: usize = 0x10_0000;
+
+    // Entry point, placed first in RAM by link.x. No runtime exists yet: set the stack
+    // pointer, zero .bss (Rust assumes statics start zeroed), then enter Rust. `.data`
+    // needs no copy: QEMU loads the ELF straight into RAM.
+    core::arch::global_asm!(
+        ".section .text.init, \"ax\"",
+        ".global _start",
+        "_start:",
+        "    la sp, _stack_top",
+        "    la t0, __bss_start",
+        "    la t1, __bss_end",
+        "1:  bgeu t0, t1, 2f",
+        "    sw zero, 0(t0)",
+        "    addi t0, t0, 4",
+        "    j 1b",
+        "2:  call {main}",
+        "3:  j 3b",
+        main = sym main,
+    );
+
+    struct Uart;
+    impl Write for Uart {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for b in s.bytes() {
+                // SAFETY: UART registers of the virt machine; THR at +0, LSR at +5.
+                unsafe {
+                    // Wait for "transmit holding register empty" (always set on QEMU).
+                    while (UART as *const u8).add(5).read_volatile() & 0x20 == 0 {}
+                    (UART as *mut u8).write_volatile(b);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Ends the QEMU run: status 0 for `None`, else QEMU exits with `code`.
+    fn exit(fail_code: Option<u16>) -> ! {
+        let word = match fail_code {
+            None => 0x5555,
+            Some(code) => (u32::from(code) << 16) | 0x3333,
+        };
+        // SAFETY: the test finisher register of the virt machine.
+        unsafe { (FINISHER as *mut u32).write_volatile(word) };
+        loop {
+            core::hint::spin_loop(); // not reached under QEMU
+        }
+    }
+
+    extern "C" fn main() -> ! {
+        let failed = super::run_all(&mut Uart, "riscv32imac (qemu virt)");
+        exit(if failed == 0 { None } else { Some(1) })
+    }
+
+    #[panic_handler]
+    fn panic(info: &core::panic::PanicInfo) -> ! {
+        writeln!(Uart, "panic: {info}").ok();
+        exit(Some(101)) // the status a panicking Rust test process exits with
+    }
+}

@@ -1,0 +1,601 @@
+//! Host-interface records: commands (host → NIC), their completions and events (NIC → host).
+//!
+//! Every record is little-endian with a fixed layout, a fixed header and, for commands
+//! and events, up to 512 bytes of private data at the end. Decoding checks every field
+//! and rejects a bad record with an [`Error`]; it never panics.
+//!
+//! ## Common header (8 bytes)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | kind: 0x01–0x07 command ([`CommandKind`]), 0x40 completion, 0x81–0x85 event (0x80 + [`EventKind`]) |
+//! | 1 | 1 | flags (per kind below; undefined bits must be 0) |
+//! | 2 | 2 | length of the whole record in bytes |
+//! | 4 | 4 | tag (command, echoed by its completion) or sequence number (event) |
+//!
+//! ## Endpoint (20 bytes)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | family: 4 (IPv4) or 6 (IPv6); 0 with every other byte 0 = unused |
+//! | 1 | 1 | reserved, 0 |
+//! | 2 | 2 | port |
+//! | 4 | 16 | address in network byte order; IPv4 in the first 4 bytes, the rest 0 |
+//!
+//! ## Command (64 bytes + private data)
+//!
+//! | offset | size | field | used by |
+//! |---|---|---|---|
+//! | 8 | 4 | handle: listener or connection | unlisten, accept, reject, disconnect, release |
+//! | 12 | 2 | IRD | connect, accept |
+//! | 14 | 2 | ORD | connect, accept |
+//! | 16 | 4 | backlog (listen) or QP number (connect, accept) | listen, connect, accept |
+//! | 20 | 20 | local endpoint | listen, connect |
+//! | 40 | 20 | remote endpoint | connect |
+//! | 60 | 2 | private data length (≤ 512) | connect, accept, reject |
+//! | 62 | 2 | reserved, 0 | |
+//! | 64 | n | private data | |
+//!
+//! Flags: connect 0x01 = MPA revision 1 (default: revision 2, peer-to-peer);
+//! disconnect 0x01 = abrupt (RST instead of FIN). Fields a command does not use are 0.
+//!
+//! ## Completion (16 bytes)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 8 | 4 | handle: the new listener (listen) or connection (connect), else 0 |
+//! | 12 | 4 | status: 0 or a negative errno |
+//!
+//! ## Event (68 bytes + private data)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 8 | 4 | connection handle |
+//! | 12 | 4 | listener handle (CONNECT_REQUEST), else 0 |
+//! | 16 | 4 | status: 0 or a negative errno |
+//! | 20 | 2 | IRD |
+//! | 22 | 2 | ORD |
+//! | 24 | 20 | local endpoint |
+//! | 44 | 20 | remote endpoint |
+//! | 64 | 2 | private data length (≤ 512) |
+//! | 66 | 2 | reserved, 0 |
+//! | 68 | n | private data |
+
+use crate::bytes::{get, le16, le32, put};
+use crate::mpa::MAX_PRIVATE_DATA;
+use crate::{Error, Result};
+
+pub const HEADER_LEN: usize = 8;
+pub const ENDPOINT_LEN: usize = 20;
+pub const COMMAND_FIXED_LEN: usize = 64;
+pub const COMPLETION_LEN: usize = 16;
+pub const EVENT_FIXED_LEN: usize = 68;
+/// Longest record of any kind.
+pub const MAX_RECORD_LEN: usize = EVENT_FIXED_LEN + MAX_PRIVATE_DATA;
+
+const KIND_COMPLETION: u8 = 0x40;
+const KIND_EVENT: u8 = 0x80;
+const FLAG_CONNECT_MPA_V1: u8 = 0x01;
+const FLAG_DISCONNECT_ABRUPT: u8 = 0x01;
+
+/// An IP address; IPv4 now, the layout ready for IPv6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IpAddr {
+    V4([u8; 4]),
+    V6([u8; 16]),
+}
+
+/// Address and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint {
+    pub addr: IpAddr,
+    pub port: u16,
+}
+
+impl Endpoint {
+    pub const fn v4(addr: [u8; 4], port: u16) -> Endpoint {
+        Endpoint {
+            addr: IpAddr::V4(addr),
+            port,
+        }
+    }
+
+    /// `None` for the all-zero "unused" encoding.
+    fn parse(b: &[u8]) -> Result<Option<Endpoint>> {
+        let raw: [u8; ENDPOINT_LEN] = get(b, 0)?;
+        let port = u16::from_le_bytes([raw[2], raw[3]]);
+        let addr = &raw[4..];
+        match (raw[0], raw[1]) {
+            (0, 0) if raw.iter().all(|&x| x == 0) => Ok(None),
+            (4, 0) if addr[4..].iter().all(|&x| x == 0) => Ok(Some(Endpoint {
+                addr: IpAddr::V4([addr[0], addr[1], addr[2], addr[3]]),
+                port,
+            })),
+            (6, 0) => Ok(Some(Endpoint {
+                addr: IpAddr::V6(get(addr, 0)?),
+                port,
+            })),
+            _ => Err(Error::Malformed),
+        }
+    }
+
+    fn emit(this: Option<&Endpoint>, out: &mut [u8]) -> Result<()> {
+        let mut raw = [0u8; ENDPOINT_LEN];
+        if let Some(e) = this {
+            raw[2..4].copy_from_slice(&e.port.to_le_bytes());
+            match e.addr {
+                IpAddr::V4(a) => {
+                    raw[0] = 4;
+                    raw[4..8].copy_from_slice(&a);
+                }
+                IpAddr::V6(a) => {
+                    raw[0] = 6;
+                    raw[4..20].copy_from_slice(&a);
+                }
+            }
+        }
+        put(out, 0, &raw)
+    }
+}
+
+/// Command opcodes (record kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommandKind {
+    Listen = 1,
+    Unlisten = 2,
+    Connect = 3,
+    Accept = 4,
+    Reject = 5,
+    Disconnect = 6,
+    Release = 7,
+}
+
+/// What the host asks the NIC to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command<'a> {
+    /// Listen on `local` (address 0.0.0.0 = every address); completes with the listener handle.
+    Listen {
+        local: Endpoint,
+        backlog: u32,
+    },
+    Unlisten {
+        listener: u32,
+    },
+    /// Open a connection; completes with the connection handle, then exactly one
+    /// CONNECT_REPLY follows if the status was 0.
+    Connect {
+        local: Endpoint,
+        remote: Endpoint,
+        ird: u16,
+        ord: u16,
+        qpn: u32,
+        mpa_v1: bool,
+        private_data: &'a [u8],
+    },
+    Accept {
+        conn: u32,
+        ird: u16,
+        ord: u16,
+        qpn: u32,
+        private_data: &'a [u8],
+    },
+    Reject {
+        conn: u32,
+        private_data: &'a [u8],
+    },
+    Disconnect {
+        conn: u32,
+        abrupt: bool,
+    },
+    /// Forget a connection the host no longer tracks; aborts it if still open.
+    Release {
+        conn: u32,
+    },
+}
+
+impl Command<'_> {
+    pub fn kind(&self) -> CommandKind {
+        match self {
+            Command::Listen { .. } => CommandKind::Listen,
+            Command::Unlisten { .. } => CommandKind::Unlisten,
+            Command::Connect { .. } => CommandKind::Connect,
+            Command::Accept { .. } => CommandKind::Accept,
+            Command::Reject { .. } => CommandKind::Reject,
+            Command::Disconnect { .. } => CommandKind::Disconnect,
+            Command::Release { .. } => CommandKind::Release,
+        }
+    }
+}
+
+/// Every field of the fixed part of a command or event, before it is judged.
+#[derive(Default)]
+struct Fields<'a> {
+    flags: u8,
+    handle: u32,
+    listener: u32,
+    status: i32,
+    ird: u16,
+    ord: u16,
+    arg: u32,
+    local: Option<Endpoint>,
+    remote: Option<Endpoint>,
+    private_data: &'a [u8],
+}
+
+/// Reads the common header; checks the length field against the buffer.
+fn parse_header(bytes: &[u8]) -> Result<(u8, u8, usize, u32)> {
+    let kind = *bytes.first().ok_or(Error::Truncated)?;
+    let flags = *bytes.get(1).ok_or(Error::Truncated)?;
+    let len = usize::from(le16(bytes, 2)?);
+    let tag = le32(bytes, 4)?;
+    if bytes.len() < len {
+        return Err(Error::Truncated);
+    }
+    Ok((kind, flags, len, tag))
+}
+
+fn emit_header(out: &mut [u8], kind: u8, flags: u8, len: usize, tag: u32) -> Result<()> {
+    put(out, 0, &[kind, flags])?;
+    put(out, 2, &(len as u16).to_le_bytes())?;
+    put(out, 4, &tag.to_le_bytes())
+}
+
+/// Reads the private data announced at `len_at`, which must end the record exactly.
+fn parse_private_data(bytes: &[u8], len_at: usize, record_len: usize) -> Result<&[u8]> {
+    let pd_len = usize::from(le16(bytes, len_at)?);
+    if le16(bytes, len_at + 2)? != 0 {
+        return Err(Error::Malformed);
+    }
+    if pd_len > MAX_PRIVATE_DATA {
+        return Err(Error::PrivateDataTooLong);
+    }
+    let start = len_at + 4;
+    if record_len != start + pd_len {
+        return Err(Error::Malformed);
+    }
+    bytes.get(start..start + pd_len).ok_or(Error::Truncated)
+}
+
+fn check_private_data(pd: &[u8]) -> Result<()> {
+    if pd.len() > MAX_PRIVATE_DATA {
+        return Err(Error::PrivateDataTooLong);
+    }
+    Ok(())
+}
+
+/// A command with the tag its completion echoes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CommandRecord<'a> {
+    pub tag: u32,
+    pub command: Command<'a>,
+}
+
+impl<'a> CommandRecord<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Result<CommandRecord<'a>> {
+        let (kind, flags, len, tag) = parse_header(bytes)?;
+        let f = Fields {
+            flags,
+            handle: le32(bytes, 8)?,
+            ird: le16(bytes, 12)?,
+            ord: le16(bytes, 14)?,
+            arg: le32(bytes, 16)?,
+            local: Endpoint::parse(bytes.get(20..).unwrap_or(&[]))?,
+            remote: Endpoint::parse(bytes.get(40..).unwrap_or(&[]))?,
+            private_data: parse_private_data(bytes, 60, len)?,
+            ..Fields::default()
+        };
+        let command = match kind {
+            1 => Command::Listen {
+                local: f.local.ok_or(Error::Malformed)?,
+                backlog: f.arg,
+            },
+            2 => Command::Unlisten { listener: f.handle },
+            3 => Command::Connect {
+                local: f.local.ok_or(Error::Malformed)?,
+                remote: f.remote.ok_or(Error::Malformed)?,
+                ird: f.ird,
+                ord: f.ord,
+                qpn: f.arg,
+                mpa_v1: f.flags & FLAG_CONNECT_MPA_V1 != 0,
+                private_data: f.private_data,
+            },
+            4 => Command::Accept {
+                conn: f.handle,
+                ird: f.ird,
+                ord: f.ord,
+                qpn: f.arg,
+                private_data: f.private_data,
+            },
+            5 => Command::Reject {
+                conn: f.handle,
+                private_data: f.private_data,
+            },
+            6 => Command::Disconnect {
+                conn: f.handle,
+                abrupt: f.flags & FLAG_DISCONNECT_ABRUPT != 0,
+            },
+            7 => Command::Release { conn: f.handle },
+            _ => return Err(Error::Malformed),
+        };
+        let record = CommandRecord { tag, command };
+        // Canonical form: undefined flags and fields the command does not use must be 0.
+        if record.fields() != f {
+            return Err(Error::Malformed);
+        }
+        Ok(record)
+    }
+
+    fn fields(&self) -> Fields<'a> {
+        let d = Fields::default();
+        match self.command {
+            Command::Listen { local, backlog } => Fields {
+                local: Some(local),
+                arg: backlog,
+                ..d
+            },
+            Command::Unlisten { listener } => Fields {
+                handle: listener,
+                ..d
+            },
+            Command::Connect {
+                local,
+                remote,
+                ird,
+                ord,
+                qpn,
+                mpa_v1,
+                private_data,
+            } => Fields {
+                flags: if mpa_v1 { FLAG_CONNECT_MPA_V1 } else { 0 },
+                local: Some(local),
+                remote: Some(remote),
+                ird,
+                ord,
+                arg: qpn,
+                private_data,
+                ..d
+            },
+            Command::Accept {
+                conn,
+                ird,
+                ord,
+                qpn,
+                private_data,
+            } => Fields {
+                handle: conn,
+                ird,
+                ord,
+                arg: qpn,
+                private_data,
+                ..d
+            },
+            Command::Reject { conn, private_data } => Fields {
+                handle: conn,
+                private_data,
+                ..d
+            },
+            Command::Disconnect { conn, abrupt } => Fields {
+                handle: conn,
+                flags: if abrupt { FLAG_DISCONNECT_ABRUPT } else { 0 },
+                ..d
+            },
+            Command::Release { conn } => Fields { handle: conn, ..d },
+        }
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        COMMAND_FIXED_LEN + self.fields().private_data.len()
+    }
+
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        let f = self.fields();
+        check_private_data(f.private_data)?;
+        let len = self.buffer_len();
+        let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
+        emit_header(out, self.command.kind() as u8, f.flags, len, self.tag)?;
+        put(out, 8, &f.handle.to_le_bytes())?;
+        put(out, 12, &f.ird.to_le_bytes())?;
+        put(out, 14, &f.ord.to_le_bytes())?;
+        put(out, 16, &f.arg.to_le_bytes())?;
+        Endpoint::emit(f.local.as_ref(), &mut out[20..])?;
+        Endpoint::emit(f.remote.as_ref(), &mut out[40..])?;
+        put(out, 60, &(f.private_data.len() as u16).to_le_bytes())?;
+        put(out, 62, &[0, 0])?;
+        put(out, 64, f.private_data)?;
+        Ok(len)
+    }
+}
+
+impl PartialEq for Fields<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            self.flags,
+            self.handle,
+            self.listener,
+            self.status,
+            self.ird,
+            self.ord,
+            self.arg,
+        ) == (o.flags, o.handle, o.listener, o.status, o.ird, o.ord, o.arg)
+            && (self.local, self.remote, self.private_data) == (o.local, o.remote, o.private_data)
+    }
+}
+
+/// The NIC's answer to one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Completion {
+    pub tag: u32,
+    /// 0 or a negative errno.
+    pub status: i32,
+    /// The new listener (listen) or connection (connect); 0 otherwise.
+    pub handle: u32,
+}
+
+impl Completion {
+    pub fn parse(bytes: &[u8]) -> Result<Completion> {
+        let (kind, flags, len, tag) = parse_header(bytes)?;
+        let handle = le32(bytes, 8)?;
+        let status = le32(bytes, 12)? as i32;
+        if kind != KIND_COMPLETION || flags != 0 || len != COMPLETION_LEN || status > 0 {
+            return Err(Error::Malformed);
+        }
+        Ok(Completion {
+            tag,
+            status,
+            handle,
+        })
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        COMPLETION_LEN
+    }
+
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        if self.status > 0 {
+            return Err(Error::Malformed);
+        }
+        let out = buffer
+            .get_mut(..COMPLETION_LEN)
+            .ok_or(Error::BufferTooSmall)?;
+        emit_header(out, KIND_COMPLETION, 0, COMPLETION_LEN, self.tag)?;
+        put(out, 8, &self.handle.to_le_bytes())?;
+        put(out, 12, &self.status.to_le_bytes())?;
+        Ok(COMPLETION_LEN)
+    }
+}
+
+/// Event types, in the kernel's numbering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    ConnectRequest = 1,
+    ConnectReply = 2,
+    Established = 3,
+    Disconnect = 4,
+    Close = 5,
+}
+
+impl EventKind {
+    pub fn from_u8(value: u8) -> Option<EventKind> {
+        use EventKind::*;
+        [ConnectRequest, ConnectReply, Established, Disconnect, Close]
+            .get(usize::from(value).wrapping_sub(1))
+            .copied()
+    }
+}
+
+/// Something that happened to a connection, numbered so none is lost or duplicated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Event<'a> {
+    pub seq: u32,
+    pub kind: EventKind,
+    pub conn: u32,
+    /// The listener a CONNECT_REQUEST arrived on; 0 otherwise.
+    pub listener: u32,
+    /// 0 or a negative errno.
+    pub status: i32,
+    pub local: Endpoint,
+    pub remote: Endpoint,
+    pub ird: u16,
+    pub ord: u16,
+    pub private_data: &'a [u8],
+}
+
+impl<'a> Event<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Event<'a>> {
+        let (kind, flags, len, seq) = parse_header(bytes)?;
+        let event_kind = match kind {
+            k if k & KIND_EVENT != 0 => {
+                EventKind::from_u8(k & !KIND_EVENT).ok_or(Error::Malformed)?
+            }
+            _ => return Err(Error::Malformed),
+        };
+        let status = le32(bytes, 16)? as i32;
+        let local = Endpoint::parse(bytes.get(24..).unwrap_or(&[]))?;
+        let remote = Endpoint::parse(bytes.get(44..).unwrap_or(&[]))?;
+        let private_data = parse_private_data(bytes, 64, len)?;
+        if flags != 0 || status > 0 {
+            return Err(Error::Malformed);
+        }
+        Ok(Event {
+            seq,
+            kind: event_kind,
+            conn: le32(bytes, 8)?,
+            listener: le32(bytes, 12)?,
+            status,
+            local: local.ok_or(Error::Malformed)?,
+            remote: remote.ok_or(Error::Malformed)?,
+            ird: le16(bytes, 20)?,
+            ord: le16(bytes, 22)?,
+            private_data,
+        })
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        EVENT_FIXED_LEN + self.private_data.len()
+    }
+
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        check_private_data(self.private_data)?;
+        if self.status > 0 {
+            return Err(Error::Malformed);
+        }
+        let len = self.buffer_len();
+        let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
+        emit_header(out, KIND_EVENT | self.kind as u8, 0, len, self.seq)?;
+        put(out, 8, &self.conn.to_le_bytes())?;
+        put(out, 12, &self.listener.to_le_bytes())?;
+        put(out, 16, &self.status.to_le_bytes())?;
+        put(out, 20, &self.ird.to_le_bytes())?;
+        put(out, 22, &self.ord.to_le_bytes())?;
+        Endpoint::emit(Some(&self.local), &mut out[24..])?;
+        Endpoint::emit(Some(&self.remote), &mut out[44..])?;
+        put(out, 64, &(self.private_data.len() as u16).to_le_bytes())?;
+        put(out, 66, &[0, 0])?;
+        put(out, 68, self.private_data)?;
+        Ok(len)
+    }
+}
+
+/// Any record, told apart by its kind byte (the host link carries all three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Record<'a> {
+    Command(CommandRecord<'a>),
+    Completion(Completion),
+    Event(Event<'a>),
+}
+
+impl<'a> Record<'a> {
+    /// Length of the record at the start of `bytes`, from its header: how much of a
+    /// stream of records to take next.
+    pub fn record_len(bytes: &[u8]) -> Result<usize> {
+        let len = usize::from(le16(bytes, 2)?);
+        if !(COMPLETION_LEN..=MAX_RECORD_LEN).contains(&len) {
+            return Err(Error::Malformed);
+        }
+        Ok(len)
+    }
+
+    pub fn parse(bytes: &'a [u8]) -> Result<Record<'a>> {
+        match *bytes.first().ok_or(Error::Truncated)? {
+            KIND_COMPLETION => Completion::parse(bytes).map(Record::Completion),
+            k if k & KIND_EVENT != 0 => Event::parse(bytes).map(Record::Event),
+            _ => CommandRecord::parse(bytes).map(Record::Command),
+        }
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            Record::Command(c) => c.buffer_len(),
+            Record::Completion(c) => c.buffer_len(),
+            Record::Event(e) => e.buffer_len(),
+        }
+    }
+
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        match self {
+            Record::Command(c) => c.emit(buffer),
+            Record::Completion(c) => c.emit(buffer),
+            Record::Event(e) => e.emit(buffer),
+        }
+    }
+}

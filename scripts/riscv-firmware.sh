@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds iwnic-firmware for riscv32imac-unknown-none-elf and runs its self-test
+# (firmware/examples/qemu_smoke.rs) under QEMU's riscv32 `virt` machine.
+# Exits non-zero if the build fails, QEMU fails or times out, or the output lacks
+# a line `N passed, 0 failed`.
+#
+# Toolchain: Debian's rustc-web + rust-web-src pair from scripts/setup.sh (rustup cannot add
+# targets here), driven by rustup's cargo with RUSTC_BOOTSTRAP=1 for -Zbuild-std. Output goes
+# to target/riscv so it never invalidates the host build in target/.
+#
+# Env: QEMU_TIMEOUT (seconds, default 60).
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+ROOT=$(pwd)
+
+scripts/setup.sh # idempotent; a second run only checks (well under a second)
+# shellcheck source=/dev/null
+. .tools/env.sh  # RISCV_RUSTC, RISCV_LINKER
+
+TARGET=riscv32imac-unknown-none-elf
+TARGET_DIR="$ROOT/target/riscv"
+OUT="$TARGET_DIR/$TARGET/release"
+[ -x "$RISCV_LINKER" ] || { echo "riscv-firmware: no rust-lld at $RISCV_LINKER" >&2; exit 1; }
+
+# Everything below applies to this script's cargo runs only. The linker and the link
+# script are set per target, so build scripts and proc macros (host) never see them;
+# a global RUSTFLAGS would override the per-target flags, hence unset.
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+export RUSTC="$RISCV_RUSTC" RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_LINKER="$RISCV_LINKER"
+export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_RUSTFLAGS="-C link-arg=-T$ROOT/firmware/qemu/link.x"
+CARGO=(cargo build --release -p iwnic-firmware --target "$TARGET" --target-dir "$TARGET_DIR"
+    -Zbuild-std=core,compiler_builtins -Zbuild-std-features=compiler-builtins-mem)
+
+echo "riscv-firmware: building iwnic-firmware ($TARGET, $("$RUSTC" -V))"
+"${CARGO[@]}" --lib
+echo "riscv-firmware: building example qemu_smoke"
+"${CARGO[@]}" --example qemu_smoke
+ELF="$OUT/examples/qemu_smoke"
+
+# Code size. Debian's binutils read any ELF's section headers (readelf needs no BFD
+# target support), so no riscv toolchain is needed for this.
+section_size() { # FILE SECTION -> decimal size (0 if absent)
+    readelf -SW "$1" | awk -v s="$2" '$0 ~ "\\] " s " " {
+        for (i = 1; i <= NF; i++) if ($i == s) { print strtonum("0x" $(i + 4)); exit } }
+        END { }' | { read -r n || n=0; echo "${n:-0}"; }
+}
+echo "riscv-firmware: sizes of examples/qemu_smoke (bytes):" \
+    ".text $(section_size "$ELF" .text)," \
+    ".rodata $(section_size "$ELF" .rodata)," \
+    ".data $(section_size "$ELF" .data)," \
+    ".bss $(section_size "$ELF" .bss)"
+# Library code before linking: the .text* sections of the object files in each rlib
+# (`size` from binutils reads riscv objects as generic ELF; lib.rmeta is skipped).
+for crate in iwnic_firmware iwnic_proto; do
+    rlib=$(ls -t "$OUT"/deps/lib"$crate"-*.rlib | head -n1)
+    text=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
+    echo "riscv-firmware: $crate .text (rlib, unlinked): $text bytes"
+done
+
+echo "riscv-firmware: running $ELF under qemu-system-riscv32 (timeout ${QEMU_TIMEOUT:-60} s)"
+LOG="$TARGET_DIR/qemu_smoke.log"
+set +e
+timeout "${QEMU_TIMEOUT:-60}" qemu-system-riscv32 -machine virt -bios none -nographic \
+    -kernel "$ELF" </dev/null 2>&1 | tee "$LOG"
+status=${PIPESTATUS[0]}
+set -e
+
+if [ "$status" -eq 124 ]; then
+    echo "riscv-firmware: FAIL: QEMU timed out after ${QEMU_TIMEOUT:-60} s" >&2
+    exit 1
+elif [ "$status" -ne 0 ]; then
+    echo "riscv-firmware: FAIL: QEMU exited with status $status" >&2
+    exit 1
+elif ! tr -d '\r' <"$LOG" | grep -qE '^[0-9]+ passed, 0 failed$'; then
+    echo "riscv-firmware: FAIL: no 'N passed, 0 failed' line in the output" >&2
+    exit 1
+fi
+echo "riscv-firmware: PASS"
