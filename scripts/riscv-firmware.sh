@@ -39,24 +39,17 @@ echo "riscv-firmware: building example qemu_smoke"
 "${CARGO[@]}" --example qemu_smoke
 ELF="$OUT/examples/qemu_smoke"
 
-# Code size. Debian's binutils read any ELF's section headers (readelf needs no BFD
-# target support), so no riscv toolchain is needed for this.
-section_size() { # FILE SECTION -> decimal size (0 if absent)
-    readelf -SW "$1" | awk -v s="$2" '$0 ~ "\\] " s " " {
-        for (i = 1; i <= NF; i++) if ($i == s) { print strtonum("0x" $(i + 4)); exit } }
-        END { }' | { read -r n || n=0; echo "${n:-0}"; }
-}
-echo "riscv-firmware: sizes of examples/qemu_smoke (bytes):" \
-    ".text $(section_size "$ELF" .text)," \
-    ".rodata $(section_size "$ELF" .rodata)," \
-    ".data $(section_size "$ELF" .data)," \
-    ".bss $(section_size "$ELF" .bss)"
-# Library code before linking: the .text* sections of the object files in each rlib
-# (`size` from binutils reads riscv objects as generic ELF; lib.rmeta is skipped).
+# Code size. Debian's binutils (x86_64 build) read riscv objects as generic ELF, which is
+# all `size` and `nm` need, so no riscv toolchain is required for this.
+echo "riscv-firmware: examples/qemu_smoke sections (bytes):" \
+    "$(size -A "$ELF" | awk '$1 ~ /^\.(text|rodata|data|bss)$/ { printf "%s %s  ", $1, $2 }')"
 for crate in iwnic_firmware iwnic_proto; do
+    # Before linking: the .text* sections of the object files in the crate's rlib.
     rlib=$(ls -t "$OUT"/deps/lib"$crate"-*.rlib | head -n1)
-    text=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
-    echo "riscv-firmware: $crate .text (rlib, unlinked): $text bytes"
+    unlinked=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
+    # After linking (and gc-sections): the code symbols whose names mention the crate.
+    linked=$(nm -S -C -t d "$ELF" | awk -v c="$crate::" '$3 ~ /^[tTwW]$/ && index($0, c) { t += $2 } END { print t + 0 }')
+    echo "riscv-firmware: $crate .text: $unlinked bytes in its rlib, $linked bytes linked into qemu_smoke"
 done
 
 echo "riscv-firmware: running $ELF under qemu-system-riscv32 (timeout ${QEMU_TIMEOUT:-60} s)"

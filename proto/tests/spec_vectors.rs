@@ -1,0 +1,125 @@
+//! Every byte string of spec/mpa.md that is not an MPA frame (those are unit-tested in
+//! `mpa.rs`): the FPDUs carrying the RTR and the "hello" Send, built from the DDP/RDMAP
+//! and FPDU layers together and parsed back.
+
+use iwnic_proto::ddp::{llp_code, Body, Layer, MessageRepr, Opcode, Placement, TerminateRepr};
+use iwnic_proto::fpdu::FpduRepr;
+use iwnic_proto::mpa::RtrTypes;
+use iwnic_proto::Error;
+
+fn hex(s: &str) -> Vec<u8> {
+    s.split_whitespace()
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect()
+}
+
+fn fpdu_of(message: &MessageRepr) -> Vec<u8> {
+    let mut ulpdu = vec![0u8; message.buffer_len()];
+    assert_eq!(message.emit(&mut ulpdu), Ok(ulpdu.len()));
+    let fpdu = FpduRepr { ulpdu: &ulpdu };
+    let mut wire = vec![0u8; fpdu.buffer_len()];
+    assert_eq!(fpdu.emit(&mut wire), Ok(wire.len()));
+    wire
+}
+
+#[test]
+fn rtr_as_zero_length_rdma_write() {
+    let want = hex("00 0E  C1 40  00 00 00 00  00 00 00 00 00 00 00 00  A3 05 72 AB");
+    let rtr = MessageRepr::rtr(RtrTypes::WRITE).unwrap();
+    assert_eq!(fpdu_of(&rtr), want);
+    let parsed = MessageRepr::parse(FpduRepr::parse(&want).unwrap().ulpdu).unwrap();
+    assert_eq!(parsed, rtr);
+    assert_eq!(parsed.rtr_type(), Some(RtrTypes::WRITE));
+}
+
+#[test]
+fn send_carrying_hello() {
+    let want = hex(
+        "00 17  41 43  00 00 00 00  00 00 00 00  00 00 00 01  00 00 00 00  68 65 6C 6C 6F  00 00 00  B9 90 B1 0C",
+    );
+    let send = MessageRepr::send(b"hello", 1);
+    assert_eq!(fpdu_of(&send), want);
+    let parsed = MessageRepr::parse(FpduRepr::parse(&want).unwrap().ulpdu).unwrap();
+    assert_eq!(parsed, send);
+    assert_eq!(parsed.body, Body::Payload(b"hello"));
+    assert_eq!(parsed.rtr_type(), None);
+}
+
+#[test]
+fn the_other_rtr_types() {
+    let send = MessageRepr::rtr(RtrTypes::SEND).unwrap();
+    assert_eq!(send, MessageRepr::send(&[], 1));
+    assert_eq!(fpdu_of(&send).len(), 2 + 18 + 0 + 4);
+    let read = MessageRepr::rtr(RtrTypes::READ).unwrap();
+    assert_eq!(read.header.opcode, Opcode::ReadRequest);
+    assert_eq!(
+        read.header.placement,
+        Placement::Untagged {
+            inv_stag: 0,
+            qn: 1,
+            msn: 1,
+            mo: 0
+        }
+    );
+    let wire = fpdu_of(&read);
+    assert_eq!(wire.len(), 2 + 18 + 28 + 4);
+    let parsed = MessageRepr::parse(FpduRepr::parse(&wire).unwrap().ulpdu).unwrap();
+    assert_eq!(parsed.rtr_type(), Some(RtrTypes::READ));
+    // No type, or more than one, is no RTR.
+    assert_eq!(MessageRepr::rtr(RtrTypes::NONE), None);
+    assert_eq!(
+        MessageRepr::rtr(RtrTypes {
+            send: true,
+            write: true,
+            read: false
+        }),
+        None
+    );
+}
+
+#[test]
+fn terminate_for_an_mpa_crc_error() {
+    let term = MessageRepr::terminate(TerminateRepr::llp(llp_code::CRC_ERROR), 1);
+    let wire = fpdu_of(&term);
+    // Untagged header with QN 2, then layer LLP (2) / etype MPA (0), code 0x02, no copies.
+    assert_eq!(&wire[2..4], &[0x41, 0x47]);
+    assert_eq!(&wire[8..12], &[0, 0, 0, 2]);
+    assert_eq!(&wire[20..24], &[0x20, 0x02, 0x00, 0x00]);
+    let parsed = MessageRepr::parse(FpduRepr::parse(&wire).unwrap().ulpdu).unwrap();
+    match parsed.body {
+        Body::Terminate(t) => {
+            assert_eq!(
+                (t.layer, t.etype, t.code),
+                (Layer::Llp, llp_code::ETYPE_MPA, 0x02)
+            );
+        }
+        other => panic!("not a terminate: {other:?}"),
+    }
+}
+
+#[test]
+fn ddp_rdmap_bad_inputs() {
+    let good = hex("C1 40  00 00 00 00  00 00 00 00 00 00 00 00");
+    let mut v = good.clone();
+    v[0] = 0xC2; // DDP version 2
+    assert_eq!(MessageRepr::parse(&v), Err(Error::BadVersion));
+    let mut v = good.clone();
+    v[1] = 0x80; // RDMAP version 2
+    assert_eq!(MessageRepr::parse(&v), Err(Error::BadVersion));
+    let mut v = good.clone();
+    v[1] = 0x48; // opcode 8
+    assert_eq!(MessageRepr::parse(&v), Err(Error::BadOpcode));
+    let mut v = good.clone();
+    v[0] = 0x41; // untagged Write
+    assert_eq!(MessageRepr::parse(&v), Err(Error::BadOpcode));
+    assert_eq!(MessageRepr::parse(&good[..13]), Err(Error::Truncated));
+    // A Read Request with a short or long body.
+    let read = MessageRepr::rtr(RtrTypes::READ).unwrap();
+    let mut ulpdu = vec![0u8; read.buffer_len() + 1];
+    read.emit(&mut ulpdu).unwrap();
+    assert_eq!(
+        MessageRepr::parse(&ulpdu[..ulpdu.len() - 2]),
+        Err(Error::Truncated)
+    );
+    assert_eq!(MessageRepr::parse(&ulpdu), Err(Error::Malformed));
+}
