@@ -30,6 +30,7 @@ unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
 export RUSTC="$RISCV_RUSTC" RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_LINKER="$RISCV_LINKER"
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_RUSTFLAGS="-C link-arg=-T$ROOT/firmware/qemu/link.x"
+# shellcheck disable=SC2054 # the commas are cargo syntax, not array separators
 CARGO=(cargo build --release -p iwnic-firmware --target "$TARGET" --target-dir "$TARGET_DIR"
     -Zbuild-std=core,compiler_builtins -Zbuild-std-features=compiler-builtins-mem)
 
@@ -41,10 +42,11 @@ ELF="$OUT/examples/qemu_smoke"
 
 # Code size. Debian's binutils (x86_64 build) read riscv objects as generic ELF, which is
 # all `size` and `nm` need, so no riscv toolchain is required for this.
-echo "riscv-firmware: examples/qemu_smoke sections (bytes):" \
-    "$(size -A "$ELF" | awk '$1 ~ /^\.(text|rodata|data|bss)$/ { printf "%s %s  ", $1, $2 }')"
+sections=$(size -A "$ELF" | awk '$1 ~ /^\.(text|rodata|data|bss)$/ { printf " %s %s", $1, $2 }')
+echo "riscv-firmware: examples/qemu_smoke sections (bytes):$sections"
 for crate in iwnic_firmware iwnic_proto; do
     # Before linking: the .text* sections of the object files in the crate's rlib.
+    # shellcheck disable=SC2012 # newest build of the crate; names are plain
     rlib=$(ls -t "$OUT"/deps/lib"$crate"-*.rlib | head -n1)
     unlinked=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
     # After linking (and gc-sections): the code symbols whose names mention the crate.

