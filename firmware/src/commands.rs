@@ -1,0 +1,428 @@
+//! Host commands (`spec/iwcm.md`): each completes with a status, exactly once.
+
+use iwnic_proto::errno::{EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EINVAL, ENOBUFS, ENOMEM};
+use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, IpAddr};
+use iwnic_proto::mpa::{FrameRepr, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
+use smoltcp::wire::TcpControl;
+
+use crate::hal::{FourTuple, Hal};
+use crate::log::fw_warn;
+use crate::machine::{Firmware, Listener, Lookup, Owed, State, MAX_LISTENERS};
+use crate::negotiation;
+
+/// Backlog of a listen with backlog 0 (the kernel's iw_cm `default_backlog`).
+const DEFAULT_BACKLOG: u32 = 256;
+
+impl<const N: usize, const B: usize> Firmware<N, B> {
+    pub(crate) fn on_command<H: Hal>(&mut self, hal: &mut H, bytes: &[u8]) {
+        let record = match CommandRecord::parse(bytes) {
+            Ok(record) => record,
+            Err(_) => {
+                self.counters.bad_commands += 1;
+                fw_warn!("undecodable host command of {=usize} bytes", bytes.len());
+                // A readable header still gets its answer, so the host never waits forever.
+                if let Some(tag) = bytes.get(4..8) {
+                    let tag = u32::from_le_bytes([tag[0], tag[1], tag[2], tag[3]]);
+                    self.complete(hal, tag, -EINVAL, 0);
+                }
+                return;
+            }
+        };
+        let tag = record.tag;
+        match record.command {
+            Command::Listen { local, backlog } => {
+                let (status, handle) = match self.listen(local, backlog) {
+                    Ok(handle) => (0, handle),
+                    Err(errno) => (-errno, 0),
+                };
+                self.complete(hal, tag, status, handle);
+            }
+            Command::Unlisten { listener } => {
+                let status = self.unlisten(hal, listener);
+                self.complete(hal, tag, status, 0);
+            }
+            Command::Connect {
+                local,
+                remote,
+                ird,
+                ord,
+                qpn: _,
+                mpa_v1,
+                private_data,
+            } => {
+                let (status, handle) =
+                    match self.connect(hal, local, remote, ird, ord, mpa_v1, private_data) {
+                        Ok(handle) => (0, handle),
+                        Err(errno) => (-errno, 0),
+                    };
+                self.complete(hal, tag, status, handle);
+            }
+            Command::Accept {
+                conn,
+                ird,
+                ord,
+                qpn: _,
+                private_data,
+            } => self.accept(hal, tag, conn, ird, ord, private_data),
+            Command::Reject { conn, private_data } => {
+                let status = self.reject(hal, conn, private_data);
+                self.complete(hal, tag, status, 0);
+            }
+            Command::Disconnect { conn, abrupt } => self.disconnect(hal, tag, conn, abrupt),
+            Command::Release { conn } => self.release(hal, tag, conn),
+        }
+    }
+
+    fn local_ip(&self, local: &Endpoint) -> Result<[u8; 4], i32> {
+        match local.addr {
+            IpAddr::V4(ip) if ip == self.config.ip || ip == [0; 4] => Ok(ip),
+            _ => Err(EADDRNOTAVAIL),
+        }
+    }
+
+    fn listen(&mut self, local: Endpoint, backlog: u32) -> Result<u32, i32> {
+        let ip = self.local_ip(&local)?;
+        if local.port == 0 {
+            return Err(EINVAL);
+        }
+        let taken = self.listeners.iter().flatten().any(|l| l.local == local);
+        if taken {
+            return Err(EADDRINUSE);
+        }
+        let slot = self
+            .listeners
+            .iter()
+            .position(Option::is_none)
+            .ok_or(ENOMEM)?;
+        let generation = self.listener_generations[slot];
+        self.listeners[slot] = Some(Listener {
+            local: Endpoint::v4(ip, local.port),
+            backlog: if backlog == 0 {
+                DEFAULT_BACKLOG
+            } else {
+                backlog
+            },
+            pending: 0,
+            half_open: 0,
+            generation,
+        });
+        Ok(u32::from(generation) << 16 | slot as u32)
+    }
+
+    pub(crate) fn listener_index(&self, handle: u32) -> Option<usize> {
+        let (slot, generation) = ((handle & 0xFFFF) as usize, (handle >> 16) as u16);
+        match self.listeners.get(slot) {
+            Some(Some(l)) if l.generation == generation => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// Stop listening. Requests never raised to the host are dropped and their connections
+    /// reset; raised ones survive (rule 10).
+    fn unlisten<H: Hal>(&mut self, hal: &mut H, handle: u32) -> i32 {
+        let Some(slot) = self.listener_index(handle) else {
+            return -EINVAL;
+        };
+        self.listeners[slot] = None;
+        self.listener_generations[slot] = self.listener_generations[slot].wrapping_add(1).max(1);
+        for i in 0..N {
+            if usize::from(self.conns[i].listener) != slot {
+                continue;
+            }
+            match self.conns[i].state {
+                State::SynReceived | State::AwaitRequest => self.abort(hal, i, -ECONNRESET),
+                _ => self.leave_listener(i),
+            }
+        }
+        0
+    }
+
+    /// The listener for a SYN to `tuple`: an exact address first, then the wildcard.
+    pub(crate) fn find_listener(&self, tuple: &FourTuple) -> Option<usize> {
+        let exact = Endpoint::v4(tuple.local_ip, tuple.local_port);
+        let wildcard = Endpoint::v4([0; 4], tuple.local_port);
+        let find = |e: Endpoint| {
+            self.listeners
+                .iter()
+                .position(|l| l.is_some_and(|l| l.local == e))
+        };
+        find(exact).or_else(|| find(wildcard))
+    }
+
+    fn check_limits(
+        &self,
+        ird: u16,
+        ord: u16,
+        private_data: &[u8],
+        enhanced: bool,
+    ) -> Result<(), i32> {
+        let room = MAX_PRIVATE_DATA - if enhanced { V2_BLOCK_LEN } else { 0 };
+        if ird > self.config.max_ird || ord > self.config.max_ord || private_data.len() > room {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn connect<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        local: Endpoint,
+        remote: Endpoint,
+        ird: u16,
+        ord: u16,
+        mpa_v1: bool,
+        private_data: &[u8],
+    ) -> Result<u32, i32> {
+        self.local_ip(&local)?;
+        let IpAddr::V4(remote_ip) = remote.addr else {
+            return Err(EADDRNOTAVAIL);
+        };
+        if remote.port == 0 {
+            return Err(EINVAL);
+        }
+        self.check_limits(ird, ord, private_data, !mpa_v1)?;
+        let mut tuple = FourTuple {
+            local_ip: self.config.ip,
+            local_port: local.port,
+            remote_ip,
+            remote_port: remote.port,
+        };
+        if tuple.local_port == 0 {
+            tuple.local_port = self.ephemeral_port(&tuple).ok_or(EADDRINUSE)?;
+        } else if self.by_tuple.contains_key(&tuple) {
+            return Err(EADDRINUSE);
+        }
+        let i = self.alloc(tuple, self.config.next_hop_mac).ok_or(ENOMEM)?;
+        if self.take_buffer(i).is_none() {
+            self.free(i);
+            return Err(ENOBUFS);
+        }
+        let iss = self.isn(&tuple);
+        let (request, neg) = negotiation::request(mpa_v1, ird, ord, private_data);
+        if self.stage(i, iss.wrapping_add(1), &request).is_err() {
+            self.free(i);
+            return Err(EINVAL);
+        }
+        let c = &mut self.conns[i];
+        c.neg = neg;
+        c.state = State::SynSent;
+        c.owed = Owed::ConnectReply;
+        c.snd_una = iss;
+        c.snd_nxt = iss.wrapping_add(1);
+        self.send(hal, i, TcpControl::Syn, iss, &[]);
+        self.arm(i, true, false);
+        Ok(self.handle(i))
+    }
+
+    /// Put an MPA frame in connection `i`'s buffer as the stream bytes from `seq`.
+    pub(crate) fn stage(&mut self, i: usize, seq: u32, frame: &FrameRepr) -> Result<usize, ()> {
+        let buf = self.buffer_mut(i).ok_or(())?;
+        let len = frame.emit(&mut buf.tx).map_err(|_| ())?;
+        buf.tx_seq = seq;
+        buf.tx_len = len as u16;
+        Ok(len)
+    }
+
+    fn ephemeral_port(&mut self, tuple: &FourTuple) -> Option<u16> {
+        let base = self.config.ephemeral_port_base;
+        let span = u32::from(u16::MAX - base) + 1;
+        for _ in 0..span {
+            let port = base + (self.next_port as u32 % span) as u16;
+            self.next_port = self.next_port.wrapping_add(1);
+            let candidate = FourTuple {
+                local_port: port,
+                ..*tuple
+            };
+            if !self.by_tuple.contains_key(&candidate) {
+                return Some(port);
+            }
+        }
+        None
+    }
+
+    /// Send the stream bytes staged in the buffer (a reply): one segment, optionally
+    /// with FIN, and the retransmission timer.
+    pub(crate) fn send_staged<H: Hal>(&mut self, hal: &mut H, i: usize, fin: bool) {
+        let mut payload = [0u8; crate::machine::TX_CAPACITY];
+        let len = match self.buffer(i) {
+            Some(b) => {
+                payload[..b.tx().len()].copy_from_slice(b.tx());
+                b.tx().len()
+            }
+            None => 0,
+        };
+        let seq = self.conns[i].snd_nxt;
+        let control = if fin {
+            TcpControl::Fin
+        } else {
+            TcpControl::Psh
+        };
+        self.send(hal, i, control, seq, &payload[..len]);
+        let c = &mut self.conns[i];
+        c.snd_nxt = seq.wrapping_add(len as u32 + u32::from(fin));
+        self.reset_backoff(i);
+    }
+
+    /// Accept a raised request: send the reply and hand the flow to the datapath. In
+    /// peer-to-peer mode the completion waits for the initiator's RTR, so a connection
+    /// that dies first fails the accept (rule 5) instead of raising a lone CLOSE.
+    fn accept<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        tag: u32,
+        conn: u32,
+        ird: u16,
+        ord: u16,
+        private_data: &[u8],
+    ) {
+        let i = match self.lookup(conn) {
+            Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => i,
+            Lookup::Gone => return self.complete(hal, tag, -ECONNRESET, 0),
+            _ => return self.complete(hal, tag, -EINVAL, 0),
+        };
+        let handle = self.handle(i);
+        // A failed accept leaves the id IDLE with no events ever: the connection goes quietly.
+        let fail = |fw: &mut Self, hal: &mut H, errno: i32| {
+            fw.detach(i);
+            fw.abort(hal, i, -errno);
+            fw.complete(hal, tag, -errno, handle);
+        };
+        if let Err(errno) = self.check_limits(ird, ord, private_data, self.conns[i].neg.enhanced) {
+            return fail(self, hal, errno);
+        }
+        if self.take_buffer(i).is_none() {
+            return fail(self, hal, ENOBUFS);
+        }
+        let (reply, neg) = negotiation::accept(self.conns[i].neg, ird, ord, private_data);
+        let seq = self.conns[i].snd_nxt;
+        if self.stage(i, seq, &reply).is_err() {
+            return fail(self, hal, EINVAL);
+        }
+        self.leave_listener(i);
+        self.conns[i].neg = neg;
+        self.send_staged(hal, i, false);
+        if neg.peer_to_peer {
+            self.conns[i].state = State::AwaitRtr;
+            self.conns[i].owed = Owed::AcceptCompletion(tag);
+            self.conns[i].phase_deadline = self.after(self.config.mpa_reply_timeout);
+            let ctx = self.flow_context(i, true);
+            hal.write_flow(&ctx);
+            self.arm(i, true, true);
+        } else {
+            self.conns[i].state = State::Established;
+            self.conns[i].owed = Owed::Close;
+            let ctx = self.flow_context(i, false);
+            hal.write_flow(&ctx);
+            self.arm(i, true, false);
+            self.complete(hal, tag, 0, handle);
+            self.established(hal, i, EventKind::Established, &[]);
+        }
+    }
+
+    /// Raise ESTABLISHED or CONNECT_REPLY 0 and count the connection.
+    pub(crate) fn established<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        i: usize,
+        kind: EventKind,
+        private_data: &[u8],
+    ) {
+        self.counters.connections_established += 1;
+        self.conns[i].owed = Owed::Close;
+        self.raise(hal, i, kind, 0, private_data);
+    }
+
+    /// Reject a raised request: a reply with R=1 and the private data, then FIN.
+    fn reject<H: Hal>(&mut self, hal: &mut H, conn: u32, private_data: &[u8]) -> i32 {
+        let i = match self.lookup(conn) {
+            Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => i,
+            Lookup::Gone => return -ECONNRESET,
+            _ => return -EINVAL,
+        };
+        if self
+            .check_limits(0, 0, private_data, self.conns[i].neg.enhanced)
+            .is_err()
+        {
+            return -EINVAL;
+        }
+        self.detach(i);
+        self.send_reject(hal, i, private_data);
+        0
+    }
+
+    /// Reply with R=1 and close gracefully, telling the host nothing.
+    pub(crate) fn send_reject<H: Hal>(&mut self, hal: &mut H, i: usize, private_data: &[u8]) {
+        self.leave_listener(i);
+        let neg = self.conns[i].neg;
+        let frame = negotiation::reject(&neg, private_data);
+        let seq = self.conns[i].snd_nxt;
+        if self.take_buffer(i).is_none() || self.stage(i, seq, &frame).is_err() {
+            return self.abort(hal, i, -ECONNRESET);
+        }
+        self.counters.mpa_rejects_sent += 1;
+        self.send_staged(hal, i, true);
+        self.conns[i].state = State::FinWait1;
+        self.arm(i, true, false);
+    }
+
+    fn disconnect<H: Hal>(&mut self, hal: &mut H, tag: u32, conn: u32, abrupt: bool) {
+        let i = match self.lookup(conn) {
+            Lookup::Live(i) => i,
+            // Already closed: nothing to do, as in IDLE.
+            Lookup::Gone => return self.complete(hal, tag, 0, 0),
+            Lookup::Unknown => return self.complete(hal, tag, -EINVAL, 0),
+        };
+        let handle = self.handle(i);
+        match self.conns[i].state {
+            State::Established if abrupt => {
+                self.complete(hal, tag, 0, handle);
+                self.abort(hal, i, -ECONNRESET);
+            }
+            State::Established => {
+                self.complete(hal, tag, 0, handle);
+                self.take_back_flow(hal, i);
+                let seq = self.conns[i].snd_nxt;
+                self.send(hal, i, TcpControl::Fin, seq, &[]);
+                self.conns[i].snd_nxt = seq.wrapping_add(1);
+                self.conns[i].state = State::FinWait1;
+                self.reset_backoff(i);
+                self.arm(i, true, false);
+            }
+            // A connection still being set up is given up: the host hears the one reply.
+            State::SynSent | State::AwaitReply | State::AwaitRtrAck | State::AwaitRtr => {
+                self.complete(hal, tag, 0, handle);
+                self.abort(hal, i, -ECONNRESET);
+            }
+            // CONN_RECV and CLOSING: a no-op.
+            _ => self.complete(hal, tag, 0, handle),
+        }
+    }
+
+    /// The host forgets the connection: it is aborted if open, and raises nothing more.
+    fn release<H: Hal>(&mut self, hal: &mut H, tag: u32, conn: u32) {
+        let i = match self.lookup(conn) {
+            Lookup::Live(i) => i,
+            Lookup::Gone => return self.complete(hal, tag, 0, 0),
+            Lookup::Unknown => return self.complete(hal, tag, -EINVAL, 0),
+        };
+        // An accept in flight is answered first: every command completes.
+        if let Owed::AcceptCompletion(_) = self.conns[i].owed {
+            self.settle(hal, i, -ECONNRESET);
+        }
+        self.detach(i);
+        match self.conns[i].state {
+            // Let a graceful close finish on the wire, silently.
+            State::FinWait1
+            | State::FinWait2
+            | State::Closing
+            | State::TimeWait
+            | State::LastAck => {}
+            _ => self.abort(hal, i, -ECONNRESET),
+        }
+        self.complete(hal, tag, 0, 0);
+    }
+}
+
+// Listener slots are indexed by u8 in connection entries.
+const _: () = assert!(MAX_LISTENERS < u8::MAX as usize);

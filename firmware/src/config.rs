@@ -1,0 +1,68 @@
+//! Settings of one NIC's firmware: its addresses, TCP parameters, timers and limits.
+
+use smoltcp::time::Duration;
+
+/// Firmware settings. [`Config::default`] holds the values a board boots with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub mac: [u8; 6],
+    pub ip: [u8; 4],
+    /// Where frames to peers go until a peer's own address is learned from its SYN or
+    /// SYN-ACK (no ARP yet: a point-to-point link or a static next hop).
+    pub next_hop_mac: [u8; 6],
+    /// Largest TCP payload we accept per segment (our MSS option).
+    pub mss: u16,
+    /// Receive window we advertise (unscaled) and our window scale shift.
+    pub window: u16,
+    pub window_shift: u8,
+    /// Wait for the MPA request after the handshake (siw: 5 s).
+    pub mpa_request_timeout: Duration,
+    /// Wait for the MPA reply after the request (siw: 10 s).
+    pub mpa_reply_timeout: Duration,
+    /// First retransmission timeout; doubled on every retry, capped at `rto_max`.
+    pub rto_initial: Duration,
+    pub rto_max: Duration,
+    /// SYN and SYN-ACK sends before the attempt fails.
+    pub syn_retries: u8,
+    /// Retransmissions of stream bytes or FIN before the connection is given up.
+    pub data_retries: u8,
+    /// TIME_WAIT (2 MSL).
+    pub time_wait: Duration,
+    /// Longest wait in FIN_WAIT_2 for the peer's FIN.
+    pub fin_wait_2_timeout: Duration,
+    /// Largest IRD/ORD the device supports (accept/connect beyond it: -EINVAL).
+    pub max_ird: u16,
+    pub max_ord: u16,
+    /// Half-open connections (SYN received, request not yet complete) per listener.
+    pub half_open_limit: u16,
+    /// Secret mixed into initial sequence numbers (RFC 6528).
+    pub isn_secret: u32,
+    /// First local port tried for active opens without one.
+    pub ephemeral_port_base: u16,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            mac: [0x02, 0x1A, 0x4E, 0x00, 0x00, 0x01],
+            ip: [10, 0, 0, 1],
+            next_hop_mac: [0xFF; 6],
+            mss: 1460,
+            window: 65535,
+            window_shift: 0,
+            mpa_request_timeout: Duration::from_secs(5),
+            mpa_reply_timeout: Duration::from_secs(10),
+            rto_initial: Duration::from_millis(1000),
+            rto_max: Duration::from_secs(60),
+            syn_retries: 5,
+            data_retries: 8,
+            time_wait: Duration::from_secs(60),
+            fin_wait_2_timeout: Duration::from_secs(60),
+            max_ird: 64,
+            max_ord: 64,
+            half_open_limit: 128,
+            isn_secret: 0x6977_6E69,
+            ephemeral_port_base: 49152,
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Counters of every rejection and protocol event, published through the Hal.
+
+macro_rules! counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// Event counts since start; they wrap at 2^32.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct Counters {
+            $($(#[doc = $doc])* pub $name: u32,)*
+        }
+
+        impl Counters {
+            /// All zero (`const`, unlike `Default`).
+            pub const ZERO: Counters = Counters { $($name: 0,)* };
+
+            /// Every counter with its name, in declaration order (register window order).
+            pub fn named(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
+                [$((stringify!($name), self.$name),)*].into_iter()
+            }
+        }
+    };
+}
+
+counters! {
+    /// Frames taken from the firmware RX queue.
+    frames_received,
+    /// Frames queued on the firmware TX queue.
+    frames_sent,
+    /// Frames that were not IPv4/TCP, had a bad checksum, or were not for this NIC.
+    frames_ignored,
+    /// Segments for no connection and no listener, answered with RST.
+    segments_unmatched,
+    /// Segments outside the receive window or out of order (a duplicate ACK answers).
+    segments_out_of_order,
+    /// Control segments and stream bytes sent again after a timeout.
+    retransmissions,
+    /// RST segments received that reset a connection.
+    resets_received,
+    /// RST segments sent.
+    resets_sent,
+    /// SYNs dropped because the listener's half-open limit was reached.
+    syn_dropped_half_open,
+    /// Connections refused (MPA reject) because the listener's backlog was full.
+    backlog_refused,
+    /// MPA frames with a wrong key.
+    mpa_bad_key,
+    /// MPA frames with revision 0 or above 2.
+    mpa_bad_revision,
+    /// MPA frames announcing more than 512 bytes of private data.
+    mpa_private_data_too_long,
+    /// MPA frames cut short by a FIN.
+    mpa_truncated,
+    /// Bytes after the MPA request before the reply was sent.
+    mpa_extra_bytes,
+    /// Requests asking for markers (refused).
+    mpa_markers_refused,
+    /// Revision-2 frames with the enhanced flag but no v2 block.
+    mpa_missing_v2_block,
+    /// MPA requests not received within the request timeout.
+    mpa_request_timeouts,
+    /// MPA replies not received within the reply timeout.
+    mpa_reply_timeouts,
+    /// Rejecting replies received.
+    mpa_rejects_received,
+    /// Rejecting replies sent (host reject, markers, backlog, bad v2 block).
+    mpa_rejects_sent,
+    /// RTR messages of a type not agreed, or not an RTR at all.
+    rtr_mismatch,
+    /// Replies whose ORD exceeds our IRD.
+    ird_shortfall,
+    /// FPDUs with a CRC32c error (firmware-checked or reported by the datapath).
+    crc_errors,
+    /// FPDUs whose ULPDU_Length ran beyond the segment.
+    length_errors,
+    /// Terminate messages sent.
+    terminates_sent,
+    /// FPDU data that reached the firmware after the hand-off and was dropped unacknowledged.
+    early_data_dropped,
+    /// Connection attempts whose SYN retransmissions ran out.
+    connect_timeouts,
+    /// Connections that ran out of retransmissions after being set up.
+    retransmit_timeouts,
+    /// Connection requests refused because the connection table was full.
+    table_full,
+    /// Connections that needed a negotiation buffer when none was free.
+    buffers_exhausted,
+    /// Host command records that failed to decode.
+    bad_commands,
+    /// Host commands completed with an error status.
+    commands_failed,
+    /// Connections set up (ESTABLISHED or CONNECT_REPLY 0).
+    connections_established,
+    /// Connections closed (entry freed).
+    connections_closed,
+    /// Events raised to the host.
+    events_raised,
+}

@@ -1,0 +1,847 @@
+//! The firmware proper: the connection table and the loop that feeds it host commands,
+//! frames, datapath reports and time. Handling per input lives in `commands.rs` and
+//! `segments.rs`; timers are here.
+
+use heapless::index_map::FnvIndexMap;
+use iwnic_proto::errno::ETIMEDOUT;
+use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
+use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
+use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
+
+use crate::config::Config;
+use crate::counters::Counters;
+use crate::hal::{FlowContext, FourTuple, Hal, MAX_FRAME_LEN};
+use crate::log::fw_debug;
+use crate::negotiation::Negotiation;
+use crate::timer::TimerWheel;
+
+/// Listeners one NIC holds.
+pub const MAX_LISTENERS: usize = 16;
+/// Records one input (a command, a frame, a report, a timer) can produce at most; input is
+/// taken only while the host queue has this much room.
+const RECORDS_PER_INPUT: usize = 2;
+const NO_BUFFER: u16 = u16::MAX;
+const NO_LISTENER: u8 = u8::MAX;
+const NIL: u32 = u32::MAX;
+/// The peer did not offer window scaling (RFC 7323: then neither side scales).
+pub(crate) const NO_WINDOW_SCALING: u8 = u8::MAX;
+
+/// Where a connection is. Passive: SynReceived → AwaitRequest → AwaitAccept → (AwaitRtr)
+/// → Established. Active: SynSent → AwaitReply → (AwaitRtrAck) → Established. Close:
+/// FinWait1/FinWait2/Closing/TimeWait (we closed first) or LastAck (the peer did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Free,
+    SynSent,
+    SynReceived,
+    /// Handshake done; collecting the MPA request under the request timer.
+    AwaitRequest,
+    /// CONNECT_REQUEST raised; waiting for the host's accept or reject.
+    AwaitAccept,
+    /// Reply sent in peer-to-peer mode; waiting for the initiator's RTR.
+    AwaitRtr,
+    /// Request sent; collecting the reply under the reply timer.
+    AwaitReply,
+    /// RTR sent; waiting for its acknowledgement before FPDU mode.
+    AwaitRtrAck,
+    /// FPDU mode: the datapath carries the connection.
+    Established,
+    FinWait1,
+    FinWait2,
+    Closing,
+    TimeWait,
+    LastAck,
+}
+
+/// What the host is still owed about a connection when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owed {
+    /// Nothing: the host never heard of it, or let it go.
+    Nothing,
+    /// Exactly one CONNECT_REPLY (contract rule 4).
+    ConnectReply,
+    /// The completion of an accept waiting for the RTR (this tag), then nothing.
+    AcceptCompletion(u32),
+    /// CLOSE, last and exactly once (rule 6).
+    Close,
+}
+
+/// One connection: 100 bytes or less (checked by a test), so 65,536 fit in 6.5 MB.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Conn {
+    pub state: State,
+    pub owed: Owed,
+    /// Bumped whenever the host's handle to this entry dies.
+    pub generation: u16,
+    pub listener: u8,
+    pub retries: u8,
+    /// The peer's window scale shift; [`NO_WINDOW_SCALING`] when its SYN had none.
+    pub peer_window_shift: u8,
+    /// The flow context is installed in the datapath.
+    pub in_datapath: bool,
+    pub buffer: u16,
+    pub peer_window: u16,
+    pub peer_mss: u16,
+    pub tuple: FourTuple,
+    pub remote_mac: [u8; 6],
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub rcv_nxt: u32,
+    /// Current retransmission timeout, ms.
+    pub rto: u32,
+    /// End of the state's own timer (MPA timeouts, TIME_WAIT, FIN_WAIT_2), ms.
+    pub phase_deadline: u32,
+    /// Next free entry while `Free`.
+    pub free_next: u32,
+    pub neg: Negotiation,
+}
+
+impl Conn {
+    const FREE: Conn = Conn {
+        state: State::Free,
+        owed: Owed::Nothing,
+        generation: 1,
+        listener: NO_LISTENER,
+        retries: 0,
+        peer_window_shift: NO_WINDOW_SCALING,
+        in_datapath: false,
+        buffer: NO_BUFFER,
+        peer_window: 0,
+        peer_mss: 536,
+        tuple: FourTuple {
+            local_ip: [0; 4],
+            local_port: 0,
+            remote_ip: [0; 4],
+            remote_port: 0,
+        },
+        remote_mac: [0; 6],
+        snd_una: 0,
+        snd_nxt: 0,
+        rcv_nxt: 0,
+        rto: 0,
+        phase_deadline: 0,
+        free_next: NIL,
+        neg: Negotiation {
+            revision: 0,
+            enhanced: false,
+            peer_to_peer: false,
+            rtr: iwnic_proto::mpa::RtrTypes::NONE,
+            peer_ird: 0,
+            peer_ord: 0,
+            ird: 0,
+            ord: 0,
+        },
+    };
+}
+
+/// Bytes of one connection-table entry. The 4-tuple index and the timer wheel add their
+/// own per-connection bytes: `size_of::<Firmware<N, B>>() / N` is the whole cost.
+pub const CONNECTION_ENTRY_BYTES: usize = core::mem::size_of::<Conn>();
+
+/// Stream bytes of a connection in MPA negotiation: what it sent and has not seen
+/// acknowledged (`tx`, starting at sequence number `tx_seq`), and what it has received
+/// of the peer's MPA frame or RTR (`rx`). Shared by a pool, held only while negotiating.
+pub(crate) struct NegotiationBuffer {
+    /// Next free buffer while on the free list.
+    next_free: u16,
+    pub tx_seq: u32,
+    pub tx_len: u16,
+    pub rx_len: u16,
+    pub tx: [u8; TX_CAPACITY],
+    pub rx: [u8; MPA_MAX_FRAME_LEN],
+}
+
+/// Room for an MPA frame and the RTR FPDU that may follow it before either is acknowledged.
+pub(crate) const TX_CAPACITY: usize = MPA_MAX_FRAME_LEN + 64;
+
+impl NegotiationBuffer {
+    const EMPTY: NegotiationBuffer = NegotiationBuffer {
+        next_free: NO_BUFFER,
+        tx_seq: 0,
+        tx_len: 0,
+        rx_len: 0,
+        tx: [0; TX_CAPACITY],
+        rx: [0; MPA_MAX_FRAME_LEN],
+    };
+
+    pub fn tx(&self) -> &[u8] {
+        &self.tx[..usize::from(self.tx_len)]
+    }
+    pub fn rx(&self) -> &[u8] {
+        &self.rx[..usize::from(self.rx_len)]
+    }
+    /// Sequence number just past the unacknowledged bytes.
+    pub fn tx_end(&self) -> u32 {
+        self.tx_seq.wrapping_add(u32::from(self.tx_len))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Listener {
+    pub local: Endpoint,
+    pub backlog: u32,
+    /// CONNECT_REQUESTs raised and not yet accepted or rejected (rule 10).
+    pub pending: u32,
+    /// SYNs received whose MPA request is not complete.
+    pub half_open: u16,
+    pub generation: u16,
+}
+
+/// The connection state machine of one NIC: `N` connections (a power of two, for the
+/// 4-tuple index), `B` negotiation buffers (connections negotiating MPA at once).
+pub struct Firmware<const N: usize, const B: usize> {
+    pub(crate) config: Config,
+    pub(crate) conns: [Conn; N],
+    pub(crate) by_tuple: FnvIndexMap<FourTuple, u32, N>,
+    pub(crate) free_head: u32,
+    pub(crate) live: usize,
+    pub(crate) timers: TimerWheel<N>,
+    pub(crate) buffers: [NegotiationBuffer; B],
+    pub(crate) free_buffer_head: u16,
+    pub(crate) buffers_free: usize,
+    pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
+    pub(crate) listener_generations: [u16; MAX_LISTENERS],
+    pub(crate) event_seq: u32,
+    pub(crate) isn_clock: u32,
+    pub(crate) next_port: u16,
+    pub(crate) counters: Counters,
+    published: Counters,
+    started: bool,
+    pub(crate) now_ms: u32,
+}
+
+/// What a host handle names.
+pub(crate) enum Lookup {
+    Live(usize),
+    /// A connection that existed and is gone.
+    Gone,
+    Unknown,
+}
+
+impl<const N: usize, const B: usize> Firmware<N, B> {
+    /// A firmware with empty tables. `const`, so a board can place it in a `static`.
+    pub const fn new(config: Config) -> Self {
+        let mut conns = [Conn::FREE; N];
+        let mut i = 0;
+        while i < N {
+            conns[i].free_next = if i + 1 < N { (i + 1) as u32 } else { NIL };
+            i += 1;
+        }
+        assert!(
+            B < NO_BUFFER as usize,
+            "negotiation buffers are indexed by u16"
+        );
+        let mut buffers = [NegotiationBuffer::EMPTY; B];
+        let mut b = 0;
+        while b + 1 < B {
+            buffers[b].next_free = (b + 1) as u16;
+            b += 1;
+        }
+        Firmware {
+            config,
+            conns,
+            by_tuple: FnvIndexMap::new(),
+            free_head: if N > 0 { 0 } else { NIL },
+            live: 0,
+            timers: TimerWheel::new(),
+            buffers,
+            free_buffer_head: if B > 0 { 0 } else { NO_BUFFER },
+            buffers_free: B,
+            listeners: [None; MAX_LISTENERS],
+            listener_generations: [1; MAX_LISTENERS],
+            event_seq: 0,
+            isn_clock: 0,
+            next_port: 0,
+            counters: Counters::ZERO,
+            published: Counters::ZERO,
+            started: false,
+            now_ms: 0,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Connections in the table (any state but free).
+    pub fn connections(&self) -> usize {
+        self.live
+    }
+
+    /// Listeners open.
+    pub fn listener_count(&self) -> usize {
+        self.listeners.iter().flatten().count()
+    }
+
+    /// Negotiation buffers in use.
+    pub fn buffers_in_use(&self) -> usize {
+        B - self.buffers_free
+    }
+
+    /// The state of the connection a host handle names, if it is alive.
+    pub fn state(&self, handle: u32) -> Option<State> {
+        match self.lookup(handle) {
+            Lookup::Live(i) => Some(self.conns[i].state),
+            _ => None,
+        }
+    }
+
+    /// Run everything that is due: host commands, datapath reports, received frames and
+    /// timers, in that order, as long as the host queue has room for what they produce.
+    pub fn poll<H: Hal>(&mut self, hal: &mut H, now: Instant) {
+        self.now_ms = now.total_millis() as u32;
+        // RFC 6528: the ISN clock ticks every 4 µs.
+        self.isn_clock = (now.total_micros() / 4) as u32;
+        if !self.started {
+            self.timers.start(self.now_ms);
+            self.started = true;
+        }
+        let mut record = [0u8; MAX_RECORD_LEN];
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(len) = hal.receive_command(&mut record) else {
+                break;
+            };
+            self.on_command(hal, &record[..len.min(MAX_RECORD_LEN)]);
+        }
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(report) = hal.receive_flow_event() else {
+                break;
+            };
+            self.on_flow_event(hal, report);
+        }
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(len) = hal.receive_frame(&mut frame) else {
+                break;
+            };
+            self.counters.frames_received += 1;
+            self.on_frame(hal, &frame[..len.min(MAX_FRAME_LEN)]);
+        }
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(i) = self.timers.next_expired(self.now_ms) else {
+                break;
+            };
+            self.on_timer(hal, i);
+        }
+        if self.counters != self.published {
+            hal.publish_counters(&self.counters);
+            self.published = self.counters;
+        }
+    }
+
+    // ---- table ----------------------------------------------------------------------
+
+    pub(crate) fn handle(&self, i: usize) -> u32 {
+        u32::from(self.conns[i].generation) << 16 | i as u32
+    }
+
+    pub(crate) fn lookup(&self, handle: u32) -> Lookup {
+        let (i, generation) = ((handle & 0xFFFF) as usize, (handle >> 16) as u16);
+        let Some(c) = self.conns.get(i) else {
+            return Lookup::Unknown;
+        };
+        if generation == 0 {
+            Lookup::Unknown
+        } else if c.generation == generation && c.owed != Owed::Nothing {
+            Lookup::Live(i)
+        } else if (c.generation.wrapping_sub(generation) as i16) > 0 {
+            // Generations start at 1 and grow when a handle dies: this one existed.
+            Lookup::Gone
+        } else {
+            Lookup::Unknown
+        }
+    }
+
+    /// A fresh entry for `tuple`, or `None` when the table is full.
+    pub(crate) fn alloc(&mut self, tuple: FourTuple, remote_mac: [u8; 6]) -> Option<usize> {
+        if self.free_head == NIL {
+            self.counters.table_full += 1;
+            return None;
+        }
+        let i = self.free_head as usize;
+        if self.by_tuple.insert(tuple, i as u32).is_err() {
+            self.counters.table_full += 1;
+            return None;
+        }
+        self.free_head = self.conns[i].free_next;
+        let generation = self.conns[i].generation;
+        self.conns[i] = Conn {
+            generation,
+            tuple,
+            remote_mac,
+            rto: self.ms(self.config.rto_initial),
+            ..Conn::FREE
+        };
+        self.live += 1;
+        Some(i)
+    }
+
+    /// Return an entry to the free list; the host is owed nothing more by then.
+    pub(crate) fn free(&mut self, i: usize) {
+        if self.conns[i].state == State::Free {
+            return;
+        }
+        self.detach(i);
+        self.release_buffer(i);
+        self.leave_listener(i);
+        self.timers.disarm(i);
+        self.by_tuple.swap_remove(&self.conns[i].tuple);
+        let generation = self.conns[i].generation;
+        self.conns[i] = Conn {
+            generation,
+            free_next: self.free_head,
+            ..Conn::FREE
+        };
+        self.free_head = i as u32;
+        self.live -= 1;
+        self.counters.connections_closed += 1;
+    }
+
+    /// The host's handle dies: nothing more is owed and commands on it find it gone.
+    pub(crate) fn detach(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.owed != Owed::Nothing {
+            c.owed = Owed::Nothing;
+            c.generation = c.generation.wrapping_add(1).max(1);
+        }
+    }
+
+    /// Drop the connection's claims on its listener's counts.
+    pub(crate) fn leave_listener(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let state = c.state;
+        if let Some(Some(l)) = self.listeners.get_mut(usize::from(c.listener)) {
+            match state {
+                State::SynReceived | State::AwaitRequest => {
+                    l.half_open = l.half_open.saturating_sub(1)
+                }
+                State::AwaitAccept => l.pending = l.pending.saturating_sub(1),
+                _ => {}
+            }
+        }
+        c.listener = NO_LISTENER;
+    }
+
+    pub(crate) fn take_buffer(&mut self, i: usize) -> Option<usize> {
+        if self.conns[i].buffer != NO_BUFFER {
+            return Some(usize::from(self.conns[i].buffer));
+        }
+        let b = self.free_buffer_head;
+        let Some(buf) = self.buffers.get_mut(usize::from(b)) else {
+            self.counters.buffers_exhausted += 1;
+            return None;
+        };
+        self.free_buffer_head = buf.next_free;
+        self.buffers_free -= 1;
+        (buf.tx_len, buf.rx_len, buf.tx_seq, buf.next_free) = (0, 0, 0, NO_BUFFER);
+        self.conns[i].buffer = b;
+        Some(usize::from(b))
+    }
+
+    pub(crate) fn buffer(&self, i: usize) -> Option<&NegotiationBuffer> {
+        self.buffers.get(usize::from(self.conns[i].buffer))
+    }
+
+    pub(crate) fn buffer_mut(&mut self, i: usize) -> Option<&mut NegotiationBuffer> {
+        self.buffers.get_mut(usize::from(self.conns[i].buffer))
+    }
+
+    pub(crate) fn release_buffer(&mut self, i: usize) {
+        let b = core::mem::replace(&mut self.conns[i].buffer, NO_BUFFER);
+        if let Some(buf) = self.buffers.get_mut(usize::from(b)) {
+            buf.next_free = self.free_buffer_head;
+            self.free_buffer_head = b;
+            self.buffers_free += 1;
+        }
+    }
+
+    // ---- time -----------------------------------------------------------------------
+
+    pub(crate) fn ms(&self, d: smoltcp::time::Duration) -> u32 {
+        d.total_millis().min(u64::from(u32::MAX / 2)) as u32
+    }
+
+    pub(crate) fn after(&self, d: smoltcp::time::Duration) -> u32 {
+        self.now_ms.wrapping_add(self.ms(d))
+    }
+
+    /// Arm the connection's timer for the earlier of its retransmission timeout (when
+    /// `retransmitting`) and its phase deadline (when `phase`).
+    pub(crate) fn arm(&mut self, i: usize, retransmitting: bool, phase: bool) {
+        let c = &self.conns[i];
+        let rto = self.now_ms.wrapping_add(c.rto);
+        let at = match (retransmitting, phase) {
+            (true, true) if (c.phase_deadline.wrapping_sub(rto) as i32) < 0 => c.phase_deadline,
+            (true, _) => rto,
+            (false, true) => c.phase_deadline,
+            (false, false) => return self.timers.disarm(i),
+        };
+        self.timers.arm(i, at);
+    }
+
+    /// Restart retransmission with the initial timeout.
+    pub(crate) fn reset_backoff(&mut self, i: usize) {
+        self.conns[i].retries = 0;
+        self.conns[i].rto = self.ms(self.config.rto_initial);
+    }
+
+    /// Count a retransmission and double the timeout; `false` when retries ran out.
+    pub(crate) fn back_off(&mut self, i: usize, limit: u8) -> bool {
+        let max = self.ms(self.config.rto_max);
+        let c = &mut self.conns[i];
+        if c.retries >= limit {
+            return false;
+        }
+        c.retries += 1;
+        c.rto = c.rto.saturating_mul(2).min(max);
+        self.counters.retransmissions += 1;
+        true
+    }
+
+    pub(crate) fn phase_due(&self, i: usize) -> bool {
+        (self.now_ms.wrapping_sub(self.conns[i].phase_deadline) as i32) >= 0
+    }
+
+    /// RFC 6528 initial sequence number: the 4 µs clock plus a keyed hash of the 4-tuple.
+    pub(crate) fn isn(&self, t: &FourTuple) -> u32 {
+        let mut h: u32 = 0x811C_9DC5 ^ self.config.isn_secret;
+        let (local_port, remote_port) = (t.local_port.to_be_bytes(), t.remote_port.to_be_bytes());
+        for &b in t
+            .local_ip
+            .iter()
+            .chain(&t.remote_ip)
+            .chain(&local_port)
+            .chain(&remote_port)
+        {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        self.isn_clock.wrapping_add(h)
+    }
+
+    // ---- output ---------------------------------------------------------------------
+
+    /// Send a segment of connection `i`: `control`, sequence number `seq`, acknowledging
+    /// `rcv_nxt` (except on an active SYN), with `payload`.
+    pub(crate) fn send<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        i: usize,
+        control: TcpControl,
+        seq: u32,
+        payload: &[u8],
+    ) {
+        let c = &self.conns[i];
+        let syn = control == TcpControl::Syn;
+        let ack = !(syn && c.state == State::SynSent);
+        let repr = TcpRepr {
+            src_port: c.tuple.local_port,
+            dst_port: c.tuple.remote_port,
+            control,
+            seq_number: TcpSeqNumber(seq as i32),
+            ack_number: ack.then_some(TcpSeqNumber(c.rcv_nxt as i32)),
+            window_len: self.config.window,
+            window_scale: syn.then_some(self.config.window_shift),
+            max_seg_size: syn.then_some(self.config.mss),
+            sack_permitted: false,
+            sack_ranges: [None; 3],
+            timestamp: None,
+            payload,
+        };
+        let (tuple, remote_mac) = (c.tuple, c.remote_mac);
+        self.transmit(hal, tuple, remote_mac, repr);
+    }
+
+    pub(crate) fn transmit<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        tuple: FourTuple,
+        remote_mac: [u8; 6],
+        tcp: TcpRepr,
+    ) {
+        if tcp.control == TcpControl::Rst {
+            self.counters.resets_sent += 1;
+        }
+        let frame = TcpFrameRepr {
+            src_mac: EthernetAddress(self.config.mac),
+            dst_mac: EthernetAddress(remote_mac),
+            src_ip: Ipv4Address::from(tuple.local_ip),
+            dst_ip: Ipv4Address::from(tuple.remote_ip),
+            ttl: DEFAULT_TTL,
+            tcp,
+        };
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        // Payloads are at most one MPA frame, so every segment fits.
+        if let Ok(len) = frame.emit(&mut buf) {
+            hal.transmit_frame(&buf[..len]);
+            self.counters.frames_sent += 1;
+        }
+    }
+
+    /// Send RST at `snd_nxt`.
+    pub(crate) fn send_rst<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let seq = self.conns[i].snd_nxt;
+        self.send(hal, i, TcpControl::Rst, seq, &[]);
+    }
+
+    pub(crate) fn complete<H: Hal>(&mut self, hal: &mut H, tag: u32, status: i32, handle: u32) {
+        if status != 0 {
+            self.counters.commands_failed += 1;
+        }
+        let mut buf = [0u8; 16];
+        if let Ok(len) = (Completion {
+            tag,
+            status,
+            handle,
+        })
+        .emit(&mut buf)
+        {
+            hal.push_record(&buf[..len]);
+        }
+    }
+
+    /// Raise an event about connection `i` with `private_data`.
+    pub(crate) fn raise<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        i: usize,
+        kind: EventKind,
+        status: i32,
+        private_data: &[u8],
+    ) {
+        let c = &self.conns[i];
+        let (ird, ord, listener) = match kind {
+            EventKind::ConnectRequest => {
+                let generation = self
+                    .listener_generations
+                    .get(usize::from(c.listener))
+                    .copied()
+                    .unwrap_or(0);
+                (
+                    c.neg.peer_ird,
+                    c.neg.peer_ord,
+                    u32::from(generation) << 16 | u32::from(c.listener),
+                )
+            }
+            _ => (c.neg.ird, c.neg.ord, 0),
+        };
+        self.event_seq = self.event_seq.wrapping_add(1);
+        let event = Event {
+            seq: self.event_seq,
+            kind,
+            conn: self.handle(i),
+            listener,
+            status,
+            local: Endpoint::v4(c.tuple.local_ip, c.tuple.local_port),
+            remote: Endpoint::v4(c.tuple.remote_ip, c.tuple.remote_port),
+            ird,
+            ord,
+            private_data,
+        };
+        let mut buf = [0u8; MAX_RECORD_LEN];
+        if let Ok(len) = event.emit(&mut buf) {
+            hal.push_record(&buf[..len]);
+            self.counters.events_raised += 1;
+        }
+    }
+
+    /// Give the host what it is owed for a connection that failed with `status`, then
+    /// forget the handle.
+    pub(crate) fn settle<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+        match self.conns[i].owed {
+            Owed::Nothing => {}
+            Owed::ConnectReply => self.raise(hal, i, EventKind::ConnectReply, status, &[]),
+            Owed::AcceptCompletion(tag) => {
+                let handle = self.handle(i);
+                self.complete(hal, tag, status, handle);
+            }
+            Owed::Close => self.raise(hal, i, EventKind::Close, status, &[]),
+        }
+        self.detach(i);
+    }
+
+    /// Abort: RST if the peer knows the connection, settle with `status`, free.
+    pub(crate) fn abort<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+        fw_debug!("connection {=usize} aborted, status {=i32}", i, status);
+        self.take_back_flow(hal, i);
+        if self.conns[i].state != State::SynSent && self.conns[i].state != State::TimeWait {
+            self.send_rst(hal, i);
+        }
+        self.drop_connection(hal, i, status);
+    }
+
+    /// The connection ends without a word to the peer (it reset us, or never answered).
+    pub(crate) fn drop_connection<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+        self.take_back_flow(hal, i);
+        self.settle(hal, i, status);
+        self.free(i);
+    }
+
+    /// Hand connection `i` to the datapath at its current sequence numbers.
+    pub(crate) fn install_flow<H: Hal>(&mut self, hal: &mut H, i: usize, rtr_expected: bool) {
+        let ctx = self.flow_context(i, rtr_expected);
+        hal.write_flow(&ctx);
+        self.conns[i].in_datapath = true;
+    }
+
+    /// End FPDU mode for `i`: read the datapath's sequence numbers back and remove the flow.
+    pub(crate) fn take_back_flow<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        if !self.conns[i].in_datapath {
+            return;
+        }
+        self.conns[i].in_datapath = false;
+        let ctx = hal.read_flow(i as u16);
+        hal.remove_flow(i as u16);
+        if let Some(ctx) = ctx {
+            let c = &mut self.conns[i];
+            c.snd_una = ctx.snd_una;
+            c.snd_nxt = ctx.snd_nxt;
+            c.rcv_nxt = ctx.rcv_nxt;
+        }
+    }
+
+    /// The flow context of connection `i` as it enters FPDU mode.
+    pub(crate) fn flow_context(&self, i: usize, rtr_expected: bool) -> FlowContext {
+        let c = &self.conns[i];
+        let scaling = c.peer_window_shift != NO_WINDOW_SCALING;
+        FlowContext {
+            index: i as u16,
+            tuple: c.tuple,
+            local_mac: self.config.mac,
+            remote_mac: c.remote_mac,
+            snd_una: c.snd_una,
+            snd_nxt: c.snd_nxt,
+            rcv_nxt: c.rcv_nxt,
+            peer_window: c.peer_window,
+            peer_window_shift: if scaling { c.peer_window_shift } else { 0 },
+            local_window_shift: if scaling { self.config.window_shift } else { 0 },
+            mss: c.peer_mss.min(self.config.mss),
+            crc: true,
+            rtr_expected,
+        }
+    }
+
+    // ---- timers ---------------------------------------------------------------------
+
+    fn on_timer<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let (syn_retries, data_retries) = (self.config.syn_retries, self.config.data_retries);
+        match self.conns[i].state {
+            State::Free => {}
+            State::SynSent => {
+                if self.back_off(i, syn_retries) {
+                    let iss = self.conns[i].snd_una;
+                    self.send(hal, i, TcpControl::Syn, iss, &[]);
+                    self.arm(i, true, false);
+                } else {
+                    self.counters.connect_timeouts += 1;
+                    self.settle(hal, i, -ETIMEDOUT);
+                    self.free(i);
+                }
+            }
+            State::SynReceived => {
+                if self.back_off(i, syn_retries) {
+                    let iss = self.conns[i].snd_una;
+                    self.send(hal, i, TcpControl::Syn, iss, &[]);
+                    self.arm(i, true, false);
+                } else {
+                    self.free(i);
+                }
+            }
+            State::AwaitRequest => {
+                self.counters.mpa_request_timeouts += 1;
+                self.abort(hal, i, -ETIMEDOUT);
+            }
+            State::AwaitReply | State::AwaitRtr if self.phase_due(i) => {
+                if self.conns[i].state == State::AwaitReply {
+                    self.counters.mpa_reply_timeouts += 1;
+                }
+                self.abort(hal, i, -ETIMEDOUT);
+            }
+            State::AwaitReply | State::AwaitRtr | State::AwaitRtrAck => {
+                if self.back_off(i, data_retries) {
+                    self.retransmit_stream(hal, i, TcpControl::Psh);
+                    let phase = self.conns[i].state != State::AwaitRtrAck;
+                    self.arm(i, true, phase);
+                } else {
+                    self.counters.retransmit_timeouts += 1;
+                    self.abort(hal, i, -ETIMEDOUT);
+                }
+            }
+            State::Established => self.check_handed_off_bytes(hal, i),
+            State::FinWait1 | State::Closing | State::LastAck => {
+                if self.back_off(i, data_retries) {
+                    self.retransmit_stream(hal, i, TcpControl::Fin);
+                    self.arm(i, true, false);
+                } else {
+                    self.counters.retransmit_timeouts += 1;
+                    self.abort(hal, i, -ETIMEDOUT);
+                }
+            }
+            State::FinWait2 => {
+                self.settle(hal, i, -ETIMEDOUT);
+                self.free(i);
+            }
+            State::TimeWait => self.free(i),
+            State::AwaitAccept => {}
+        }
+    }
+
+    /// Send again what the peer has not acknowledged: the buffered stream bytes from
+    /// `snd_una`, with `control` (FIN rides on the last byte; a bare FIN when no bytes).
+    pub(crate) fn retransmit_stream<H: Hal>(&mut self, hal: &mut H, i: usize, control: TcpControl) {
+        let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
+        let mut payload = [0u8; TX_CAPACITY];
+        let mut len = 0;
+        if let Some(b) = self.buffer(i) {
+            let skip = snd_una.wrapping_sub(b.tx_seq) as usize;
+            if let Some(rest) = b.tx().get(skip..) {
+                payload[..rest.len()].copy_from_slice(rest);
+                len = rest.len();
+            }
+        }
+        let fin_pending = control == TcpControl::Fin && snd_una.wrapping_add(len as u32) != snd_nxt;
+        let control = if fin_pending {
+            TcpControl::Fin
+        } else {
+            TcpControl::Psh
+        };
+        if len > 0 || fin_pending {
+            self.send(hal, i, control, snd_una, &payload[..len]);
+        }
+    }
+
+    /// In FPDU mode with bytes of ours (MPA reply) still buffered: free them once the
+    /// datapath saw them acknowledged, or send them again.
+    fn check_handed_off_bytes<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let Some(tx_end) = self.buffer(i).map(NegotiationBuffer::tx_end) else {
+            return;
+        };
+        if !self.conns[i].in_datapath {
+            return;
+        }
+        let Some(ctx) = hal.read_flow(i as u16) else {
+            return;
+        };
+        if (ctx.snd_una.wrapping_sub(tx_end) as i32) >= 0 {
+            self.release_buffer(i);
+            return;
+        }
+        if !self.back_off(i, self.config.data_retries) {
+            self.counters.retransmit_timeouts += 1;
+            return self.abort(hal, i, -ETIMEDOUT);
+        }
+        self.conns[i].snd_una = ctx.snd_una;
+        self.conns[i].rcv_nxt = ctx.rcv_nxt;
+        // A retransmission must not move snd_nxt: send from snd_una to the buffer's end.
+        let saved = self.conns[i].snd_nxt;
+        self.conns[i].snd_nxt = tx_end;
+        self.retransmit_stream(hal, i, TcpControl::Psh);
+        self.conns[i].snd_nxt = saved;
+        self.arm(i, true, false);
+    }
+}

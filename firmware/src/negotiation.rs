@@ -1,0 +1,276 @@
+//! MPA negotiation as spec/mpa.md states it: the frames iwnic sends, and its verdict on
+//! the frames it receives. Pure functions over `iwnic_proto::mpa`; the state machine
+//! decides what to send and when.
+
+use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block, IRD_ORD_NO_NEGOTIATION};
+
+use crate::counters::Counters;
+
+/// What the two ends agreed (or, before the reply, what was asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Negotiation {
+    /// Revision of the frames exchanged: 1 or 2.
+    pub revision: u8,
+    /// A v2 block is carried.
+    pub enhanced: bool,
+    /// Peer-to-peer mode: the initiator's first FPDU is an RTR.
+    pub peer_to_peer: bool,
+    /// Initiator: the types offered, then the one chosen. Responder: offered, then chosen.
+    pub rtr: RtrTypes,
+    /// The peer's IRD and ORD from its frame (0x3FFF: no negotiation).
+    pub peer_ird: u16,
+    pub peer_ord: u16,
+    /// Our IRD and ORD, after negotiation.
+    pub ird: u16,
+    pub ord: u16,
+}
+
+/// RTR types iwnic sends as initiator (RFC 6581 lets the responder pick).
+pub(crate) const RTR_OFFER: RtrTypes = RtrTypes {
+    send: false,
+    write: true,
+    read: true,
+};
+
+/// How a bad request is refused (spec/mpa.md, bad-input table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Close with RST, no reply, no event.
+    Reset,
+    /// Reply with R=1, then close gracefully; no event.
+    RejectReply,
+}
+
+/// Counts a frame error and says how to react to it.
+pub(crate) fn refuse_frame(error: iwnic_proto::Error, counters: &mut Counters) -> Refusal {
+    use iwnic_proto::Error::*;
+    match error {
+        BadKey => counters.mpa_bad_key += 1,
+        BadRevision => counters.mpa_bad_revision += 1,
+        PrivateDataTooLong => counters.mpa_private_data_too_long += 1,
+        MissingV2Block => {
+            counters.mpa_missing_v2_block += 1;
+            return Refusal::RejectReply;
+        }
+        _ => counters.mpa_truncated += 1,
+    }
+    Refusal::Reset
+}
+
+/// The request iwnic sends: revision 2, peer-to-peer offering Write and Read RTR, or
+/// revision 1 when asked.
+pub(crate) fn request(
+    mpa_v1: bool,
+    ird: u16,
+    ord: u16,
+    private_data: &[u8],
+) -> (FrameRepr<'_>, Negotiation) {
+    let neg = Negotiation {
+        revision: if mpa_v1 { 1 } else { 2 },
+        enhanced: !mpa_v1,
+        peer_to_peer: !mpa_v1,
+        rtr: if mpa_v1 { RtrTypes::NONE } else { RTR_OFFER },
+        peer_ird: 0,
+        peer_ord: 0,
+        ird,
+        ord,
+    };
+    let frame = FrameRepr {
+        kind: FrameKind::Request,
+        markers: false,
+        crc: true,
+        revision: neg.revision,
+        v2: block(&neg),
+        private_data,
+    };
+    (frame, neg)
+}
+
+fn block(neg: &Negotiation) -> Option<V2Block> {
+    neg.enhanced.then_some(V2Block {
+        peer_to_peer: neg.peer_to_peer,
+        rtr: neg.rtr,
+        ird: neg.ird,
+        ord: neg.ord,
+    })
+}
+
+/// Judge a complete request: what it asks for, and whether it is refused (markers are
+/// refused with a reject reply; the caller has already refused bad keys, revisions and
+/// lengths). The negotiation comes back either way, for the reject reply to echo.
+pub(crate) fn judge_request(
+    frame: &FrameRepr,
+    counters: &mut Counters,
+) -> (Negotiation, Result<(), Refusal>) {
+    let neg = asked_by(frame);
+    if frame.kind != FrameKind::Request {
+        counters.mpa_bad_key += 1;
+        return (neg, Err(Refusal::Reset));
+    }
+    if frame.markers {
+        counters.mpa_markers_refused += 1;
+        return (neg, Err(Refusal::RejectReply));
+    }
+    (neg, Ok(()))
+}
+
+fn asked_by(frame: &FrameRepr) -> Negotiation {
+    let (peer_to_peer, rtr, peer_ird, peer_ord) = match frame.v2 {
+        Some(b) => (b.peer_to_peer, b.rtr, b.ird, b.ord),
+        None => (
+            false,
+            RtrTypes::NONE,
+            IRD_ORD_NO_NEGOTIATION,
+            IRD_ORD_NO_NEGOTIATION,
+        ),
+    };
+    Negotiation {
+        revision: frame.revision,
+        enhanced: frame.v2.is_some(),
+        // Peer-to-peer needs an RTR type both can use.
+        peer_to_peer: peer_to_peer && rtr.count() > 0,
+        rtr,
+        peer_ird,
+        peer_ord,
+        ird: 0,
+        ord: 0,
+    }
+}
+
+/// The responder's choice among the offered RTR types: a zero-length Read first (what
+/// Chelsio hardware defaults to), then Write, then Send.
+fn choose_rtr(offer: RtrTypes) -> RtrTypes {
+    if offer.read {
+        RtrTypes::READ
+    } else if offer.write {
+        RtrTypes::WRITE
+    } else {
+        RtrTypes::SEND
+    }
+}
+
+fn clamp(ours: u16, theirs: u16) -> u16 {
+    if ours == IRD_ORD_NO_NEGOTIATION || theirs == IRD_ORD_NO_NEGOTIATION {
+        ours
+    } else {
+        ours.min(theirs)
+    }
+}
+
+/// The accepting reply to a judged request, with our IRD/ORD: our ORD is relaxed to the
+/// initiator's IRD (RFC 6581 lets the responder clamp instead of failing).
+pub(crate) fn accept<'a>(
+    mut neg: Negotiation,
+    ird: u16,
+    ord: u16,
+    private_data: &'a [u8],
+) -> (FrameRepr<'a>, Negotiation) {
+    neg.ird = ird;
+    neg.ord = clamp(ord, neg.peer_ird);
+    if neg.peer_to_peer {
+        neg.rtr = choose_rtr(neg.rtr);
+    }
+    let frame = FrameRepr {
+        kind: FrameKind::Accept,
+        markers: false,
+        crc: true,
+        revision: neg.revision,
+        v2: block(&neg),
+        private_data,
+    };
+    (frame, neg)
+}
+
+/// A rejecting reply: the revision of the request, the v2 block echoed without RTR.
+pub(crate) fn reject<'a>(neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
+    let echoed = Negotiation {
+        rtr: RtrTypes::NONE,
+        ird: neg.peer_ird,
+        ord: neg.peer_ord,
+        ..*neg
+    };
+    FrameRepr {
+        kind: FrameKind::Reject,
+        markers: false,
+        crc: true,
+        revision: neg.revision.clamp(1, 2),
+        v2: block(&echoed),
+        private_data,
+    }
+}
+
+/// The initiator's verdict on a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplyVerdict {
+    Accepted(Negotiation),
+    Rejected,
+    /// Not a reply, or a reply we cannot work with: TERM with this LLP code (0 = none:
+    /// the stream is not in FPDU mode yet), then the connection fails.
+    Failed {
+        term_code: u8,
+    },
+}
+
+pub(crate) fn judge_reply(
+    asked: &Negotiation,
+    frame: &FrameRepr,
+    counters: &mut Counters,
+) -> ReplyVerdict {
+    use iwnic_proto::ddp::llp_code;
+    match frame.kind {
+        FrameKind::Request => {
+            counters.mpa_bad_key += 1;
+            return ReplyVerdict::Failed { term_code: 0 };
+        }
+        FrameKind::Reject => {
+            counters.mpa_rejects_received += 1;
+            return ReplyVerdict::Rejected;
+        }
+        FrameKind::Accept => {}
+    }
+    if frame.markers || frame.revision > asked.revision {
+        counters.mpa_bad_revision += u32::from(frame.revision > asked.revision);
+        counters.mpa_markers_refused += u32::from(frame.markers);
+        return ReplyVerdict::Failed {
+            term_code: llp_code::INVALID_REQUEST_REPLY,
+        };
+    }
+    let mut neg = Negotiation {
+        revision: frame.revision,
+        ..*asked
+    };
+    match frame.v2 {
+        Some(b) if asked.enhanced => {
+            neg.peer_ird = b.ird;
+            neg.peer_ord = b.ord;
+            neg.peer_to_peer = asked.peer_to_peer && b.peer_to_peer;
+            if neg.peer_to_peer {
+                if b.rtr.count() != 1 || !b.rtr.within(asked.rtr) {
+                    counters.rtr_mismatch += 1;
+                    return ReplyVerdict::Failed {
+                        term_code: llp_code::NO_MATCHING_RTR,
+                    };
+                }
+                neg.rtr = b.rtr;
+            }
+            // The responder's ORD must fit our IRD; our ORD is relaxed to its IRD.
+            if clamp(b.ord, asked.ird) != b.ord {
+                counters.ird_shortfall += 1;
+                return ReplyVerdict::Failed {
+                    term_code: llp_code::INSUFFICIENT_IRD,
+                };
+            }
+            neg.ord = clamp(asked.ord, b.ird);
+        }
+        _ => {
+            neg.enhanced = false;
+            neg.peer_to_peer = false;
+            neg.peer_ird = IRD_ORD_NO_NEGOTIATION;
+            neg.peer_ord = IRD_ORD_NO_NEGOTIATION;
+        }
+    }
+    if !neg.peer_to_peer {
+        neg.rtr = RtrTypes::NONE;
+    }
+    ReplyVerdict::Accepted(neg)
+}

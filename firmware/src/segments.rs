@@ -1,0 +1,691 @@
+//! Frames from the firmware RX queue and datapath reports, per connection state.
+
+use iwnic_proto::ddp::{llp_code, MessageRepr, TerminateRepr};
+use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
+use iwnic_proto::fpdu::{fpdu_len, FpduRepr, LENGTH_LEN};
+use iwnic_proto::host::EventKind;
+use iwnic_proto::mpa::{Frame, FrameRepr, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN, MAX_PRIVATE_DATA};
+use iwnic_proto::net::TcpFrameRepr;
+use iwnic_proto::Error;
+use smoltcp::wire::{TcpControl, TcpRepr, TcpSeqNumber};
+
+use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Hal};
+use crate::machine::{Firmware, Owed, State, NO_WINDOW_SCALING};
+use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
+
+/// Private data copied out of a negotiation buffer, so the buffer can be released or
+/// reused while an event carries it.
+struct PrivateData {
+    bytes: [u8; MAX_PRIVATE_DATA],
+    len: usize,
+}
+
+impl PrivateData {
+    const EMPTY: PrivateData = PrivateData {
+        bytes: [0; MAX_PRIVATE_DATA],
+        len: 0,
+    };
+
+    fn copy(from: &[u8]) -> PrivateData {
+        let mut pd = PrivateData::EMPTY;
+        pd.len = from.len().min(MAX_PRIVATE_DATA);
+        pd.bytes[..pd.len].copy_from_slice(&from[..pd.len]);
+        pd
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+enum RtrError {
+    Crc,
+    Mismatch,
+}
+
+/// Signed distance from `b` to `a` on the sequence-number circle.
+fn seq_diff(a: u32, b: u32) -> i32 {
+    a.wrapping_sub(b) as i32
+}
+
+fn seq(n: TcpSeqNumber) -> u32 {
+    n.0 as u32
+}
+
+impl<const N: usize, const B: usize> Firmware<N, B> {
+    pub(crate) fn on_frame<H: Hal>(&mut self, hal: &mut H, frame: &[u8]) {
+        let Ok(f) = TcpFrameRepr::parse(frame) else {
+            self.counters.frames_ignored += 1;
+            return;
+        };
+        if f.dst_ip.octets() != self.config.ip {
+            self.counters.frames_ignored += 1;
+            return;
+        }
+        let tuple = FourTuple {
+            local_ip: self.config.ip,
+            local_port: f.tcp.dst_port,
+            remote_ip: f.src_ip.octets(),
+            remote_port: f.tcp.src_port,
+        };
+        match self.by_tuple.get(&tuple).copied() {
+            Some(i) => self.on_segment(hal, i as usize, &f),
+            None => self.on_unmatched(hal, tuple, &f),
+        }
+    }
+
+    fn on_unmatched<H: Hal>(&mut self, hal: &mut H, tuple: FourTuple, f: &TcpFrameRepr) {
+        let seg = &f.tcp;
+        if seg.control == TcpControl::Rst {
+            return;
+        }
+        if seg.control == TcpControl::Syn && seg.ack_number.is_none() {
+            if let Some(l) = self.find_listener(&tuple) {
+                return self.on_syn(hal, l, tuple, f);
+            }
+        }
+        self.counters.segments_unmatched += 1;
+        self.reset_reply(hal, tuple, f.src_mac.0, seg);
+    }
+
+    /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1).
+    fn reset_reply<H: Hal>(
+        &mut self,
+        hal: &mut H,
+        tuple: FourTuple,
+        remote_mac: [u8; 6],
+        seg: &TcpRepr,
+    ) {
+        let (seq_number, ack_number) = match seg.ack_number {
+            Some(ack) => (ack, None),
+            None => (TcpSeqNumber(0), Some(seg.seq_number + seg.segment_len())),
+        };
+        let rst = TcpRepr {
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            control: TcpControl::Rst,
+            seq_number,
+            ack_number,
+            window_len: 0,
+            window_scale: None,
+            max_seg_size: None,
+            sack_permitted: false,
+            sack_ranges: [None; 3],
+            timestamp: None,
+            payload: &[],
+        };
+        self.transmit(hal, tuple, remote_mac, rst);
+    }
+
+    fn on_syn<H: Hal>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, f: &TcpFrameRepr) {
+        let Some(listener) = self.listeners[l] else {
+            return;
+        };
+        if listener.half_open >= self.config.half_open_limit {
+            self.counters.syn_dropped_half_open += 1;
+            return;
+        }
+        let Some(i) = self.alloc(tuple, f.src_mac.0) else {
+            return;
+        };
+        let iss = self.isn(&tuple);
+        let c = &mut self.conns[i];
+        c.state = State::SynReceived;
+        c.listener = l as u8;
+        c.rcv_nxt = seq(f.tcp.seq_number).wrapping_add(1);
+        c.snd_una = iss;
+        c.snd_nxt = iss.wrapping_add(1);
+        self.take_peer_options(i, &f.tcp);
+        if let Some(Some(l)) = self.listeners.get_mut(l) {
+            l.half_open += 1;
+        }
+        self.send(hal, i, TcpControl::Syn, iss, &[]);
+        self.arm(i, true, false);
+    }
+
+    fn take_peer_options(&mut self, i: usize, seg: &TcpRepr) {
+        let c = &mut self.conns[i];
+        c.peer_mss = seg.max_seg_size.unwrap_or(536);
+        c.peer_window_shift = seg.window_scale.unwrap_or(NO_WINDOW_SCALING);
+        c.peer_window = seg.window_len;
+    }
+
+    fn on_segment<H: Hal>(&mut self, hal: &mut H, i: usize, f: &TcpFrameRepr) {
+        let seg = &f.tcp;
+        if seg.control == TcpControl::Rst {
+            return self.on_rst(hal, i, seg);
+        }
+        match self.conns[i].state {
+            State::SynSent => self.in_syn_sent(hal, i, f),
+            State::SynReceived => self.in_syn_received(hal, i, seg),
+            _ => self.in_stream(hal, i, seg),
+        }
+    }
+
+    fn on_rst<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+        let c = &self.conns[i];
+        let acceptable = match c.state {
+            State::SynSent => seg.ack_number.map(seq) == Some(c.snd_nxt),
+            _ => {
+                let rcv_nxt = match c.in_datapath {
+                    true => hal.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
+                    false => c.rcv_nxt,
+                };
+                let offset = seq_diff(seq(seg.seq_number), rcv_nxt);
+                (0..i32::from(self.config.window).max(1)).contains(&offset)
+            }
+        };
+        if !acceptable {
+            self.counters.segments_out_of_order += 1;
+            return;
+        }
+        self.counters.resets_received += 1;
+        let status = if c.state == State::SynSent {
+            -ECONNREFUSED
+        } else {
+            -ECONNRESET
+        };
+        self.drop_connection(hal, i, status);
+    }
+
+    fn in_syn_sent<H: Hal>(&mut self, hal: &mut H, i: usize, f: &TcpFrameRepr) {
+        let seg = &f.tcp;
+        let snd_nxt = self.conns[i].snd_nxt;
+        match (seg.control, seg.ack_number.map(seq)) {
+            (TcpControl::Syn, Some(ack)) if ack == snd_nxt => {
+                let c = &mut self.conns[i];
+                c.rcv_nxt = seq(seg.seq_number).wrapping_add(1);
+                c.snd_una = ack;
+                c.remote_mac = f.src_mac.0;
+                self.take_peer_options(i, seg);
+                self.send_ack(hal, i);
+                self.send_staged(hal, i, false);
+                self.conns[i].state = State::AwaitReply;
+                self.conns[i].phase_deadline = self.after(self.config.mpa_reply_timeout);
+                self.arm(i, true, true);
+            }
+            (_, Some(ack)) if ack != snd_nxt => {
+                let (tuple, mac) = (self.conns[i].tuple, f.src_mac.0);
+                self.reset_reply(hal, tuple, mac, seg);
+            }
+            // A SYN without ACK (simultaneous open) is not supported: the peer retries.
+            _ => {}
+        }
+    }
+
+    fn in_syn_received<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+        let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
+        match seg.ack_number.map(seq) {
+            // The peer sent its SYN again: our SYN-ACK was lost.
+            None if seg.control == TcpControl::Syn => {
+                self.counters.retransmissions += 1;
+                self.send(hal, i, TcpControl::Syn, snd_una, &[]);
+            }
+            Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
+                self.conns[i].snd_una = ack;
+                self.conns[i].peer_window = seg.window_len;
+                self.conns[i].state = State::AwaitRequest;
+                if self.take_buffer(i).is_none() {
+                    return self.abort(hal, i, -ECONNRESET);
+                }
+                self.conns[i].phase_deadline = self.after(self.config.mpa_request_timeout);
+                self.arm(i, false, true);
+                self.in_stream(hal, i, seg);
+            }
+            Some(_) => {
+                let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
+                self.reset_reply(hal, tuple, mac, seg);
+            }
+            None => {}
+        }
+    }
+
+    /// Every state after the handshake: the ACK first (it may move the state on), then
+    /// the payload and FIN, taken strictly in order.
+    fn in_stream<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+        if let Some(ack) = seg.ack_number {
+            self.take_ack(i, seq(ack));
+            self.conns[i].peer_window = seg.window_len;
+            self.after_ack(hal, i);
+        }
+        let fin = seg.control == TcpControl::Fin;
+        match self.conns[i].state {
+            State::Free => return,
+            State::Established => return self.in_fpdu_mode(hal, i, seg),
+            _ => {}
+        }
+        let offset = seq_diff(seq(seg.seq_number), self.conns[i].rcv_nxt);
+        if offset > 0 {
+            self.counters.segments_out_of_order += 1;
+            return self.send_ack(hal, i);
+        }
+        let skip = offset.unsigned_abs() as usize;
+        let Some(payload) = seg.payload.get(skip..) else {
+            // Entirely old, FIN included: our ACK was lost; send it again.
+            return self.send_ack(hal, i);
+        };
+        if payload.is_empty() && !fin {
+            if skip > 0 {
+                self.send_ack(hal, i);
+            }
+            return;
+        }
+        match self.conns[i].state {
+            State::AwaitRequest => self.request_bytes(hal, i, payload, fin),
+            State::AwaitAccept => {
+                // Bytes or FIN before our reply: a protocol error (spec/mpa.md).
+                self.counters.mpa_extra_bytes += u32::from(!payload.is_empty());
+                self.abort(hal, i, -ECONNRESET);
+            }
+            State::AwaitRtr => self.rtr_bytes(hal, i, payload, fin),
+            State::AwaitReply => self.reply_bytes(hal, i, payload, fin),
+            State::AwaitRtrAck if fin => self.abort(hal, i, -ECONNRESET),
+            State::AwaitRtrAck => self.counters.early_data_dropped += 1,
+            _ => self.closing_bytes(hal, i, payload, fin),
+        }
+    }
+
+    /// Advance `snd_una` to an acceptable `ack` and forget acknowledged buffered bytes.
+    fn take_ack(&mut self, i: usize, ack: u32) {
+        let c = &mut self.conns[i];
+        if seq_diff(ack, c.snd_una) <= 0 || seq_diff(ack, c.snd_nxt) > 0 {
+            return;
+        }
+        c.snd_una = ack;
+        c.retries = 0;
+        let una = c.snd_una;
+        if let Some(b) = self.buffer_mut(i) {
+            let acked = seq_diff(una, b.tx_seq).clamp(0, i32::from(b.tx_len)) as usize;
+            b.tx.copy_within(acked..usize::from(b.tx_len), 0);
+            b.tx_len -= acked as u16;
+            b.tx_seq = b.tx_seq.wrapping_add(acked as u32);
+        }
+    }
+
+    /// Transitions an acknowledgement alone can cause.
+    fn after_ack<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
+        match self.conns[i].state {
+            State::AwaitRtrAck if all_acked => self.enter_fpdu_mode_active(hal, i),
+            State::FinWait1 if all_acked => {
+                self.conns[i].state = State::FinWait2;
+                self.release_buffer(i);
+                self.conns[i].phase_deadline = self.after(self.config.fin_wait_2_timeout);
+                self.arm(i, false, true);
+            }
+            State::Closing if all_acked => self.enter_time_wait(hal, i),
+            State::LastAck if all_acked => {
+                self.settle(hal, i, 0);
+                self.free(i);
+            }
+            State::AwaitReply | State::AwaitRtr
+                if self.buffer(i).is_some_and(|b| b.tx_len == 0) =>
+            {
+                // Nothing left to retransmit; only the phase timer runs.
+                self.arm(i, false, true);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn send_ack<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let seq = self.conns[i].snd_nxt;
+        self.send(hal, i, TcpControl::None, seq, &[]);
+    }
+
+    /// Append in-order bytes to the negotiation buffer's receive side; how many fit.
+    fn collect(&mut self, i: usize, payload: &[u8]) -> usize {
+        let Some(b) = self.buffer_mut(i) else {
+            return 0;
+        };
+        let have = usize::from(b.rx_len);
+        let take = payload.len().min(MPA_MAX_FRAME_LEN - have);
+        b.rx[have..have + take].copy_from_slice(&payload[..take]);
+        b.rx_len += take as u16;
+        take
+    }
+
+    /// The responder collects the MPA request.
+    fn request_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+        let take = self.collect(i, payload);
+        let overflow = take < payload.len();
+        self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
+        let Some(b) = self.buffers.get(usize::from(self.conns[i].buffer)) else {
+            return;
+        };
+        let rx = b.rx();
+        let judged = FrameRepr::parse_bytes(rx).map(|frame| {
+            let (neg, verdict) = negotiation::judge_request(&frame, &mut self.counters);
+            let extra = Frame::<&[u8]>::frame_len(rx).map_or(true, |len| len < rx.len());
+            (neg, verdict, extra, PrivateData::copy(frame.private_data))
+        });
+        let (neg, verdict, extra, private_data) = match judged {
+            Ok(judged) => judged,
+            Err(Error::Truncated) if !fin && !overflow => return self.send_ack(hal, i),
+            Err(error) => {
+                let refusal = match error {
+                    Error::Truncated => {
+                        self.counters.mpa_truncated += 1;
+                        Refusal::Reset
+                    }
+                    other => negotiation::refuse_frame(other, &mut self.counters),
+                };
+                // A frame refused before it parsed echoes no v2 block.
+                self.conns[i].neg = Negotiation {
+                    revision: 2,
+                    ..Negotiation::default()
+                };
+                return self.refuse(hal, i, refusal);
+            }
+        };
+        self.conns[i].neg = neg;
+        if extra || overflow {
+            self.counters.mpa_extra_bytes += 1;
+            return self.abort(hal, i, -ECONNRESET);
+        }
+        if fin {
+            self.counters.mpa_truncated += 1;
+            return self.abort(hal, i, -ECONNRESET);
+        }
+        if let Err(refusal) = verdict {
+            return self.refuse(hal, i, refusal);
+        }
+        let l = usize::from(self.conns[i].listener);
+        let Some(Some(listener)) = self.listeners.get_mut(l) else {
+            return self.abort(hal, i, -ECONNRESET);
+        };
+        if listener.pending >= listener.backlog {
+            self.counters.backlog_refused += 1;
+            return self.refuse(hal, i, Refusal::RejectReply);
+        }
+        listener.half_open = listener.half_open.saturating_sub(1);
+        listener.pending += 1;
+        self.conns[i].state = State::AwaitAccept;
+        self.conns[i].owed = Owed::Close;
+        self.release_buffer(i);
+        self.timers.disarm(i);
+        self.send_ack(hal, i);
+        self.raise(
+            hal,
+            i,
+            EventKind::ConnectRequest,
+            0,
+            private_data.as_slice(),
+        );
+    }
+
+    fn refuse<H: Hal>(&mut self, hal: &mut H, i: usize, refusal: Refusal) {
+        match refusal {
+            Refusal::Reset => self.abort(hal, i, -ECONNRESET),
+            Refusal::RejectReply => self.send_reject(hal, i, &[]),
+        }
+    }
+
+    /// The responder in peer-to-peer mode collects the initiator's RTR.
+    fn rtr_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+        if fin {
+            return self.abort(hal, i, -ECONNRESET);
+        }
+        let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
+        let take = self.collect(i, payload);
+        let agreed = self.conns[i].neg.rtr;
+        let Some(b) = self.buffers.get(usize::from(self.conns[i].buffer)) else {
+            return;
+        };
+        let rx = b.rx();
+        let total = rx
+            .get(..LENGTH_LEN)
+            .map(|l| fpdu_len(usize::from(u16::from_be_bytes([l[0], l[1]]))));
+        let check = match total {
+            Some(total) if total > MPA_MAX_FRAME_LEN => Err(RtrError::Mismatch),
+            Some(total) if total <= rx.len() => {
+                match FpduRepr::parse(&rx[..total]).and_then(|f| MessageRepr::parse(f.ulpdu)) {
+                    Ok(m) if m.rtr_type() == Some(agreed) => Ok(Some(total)),
+                    Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
+                    _ => Err(RtrError::Mismatch),
+                }
+            }
+            _ => Ok(None),
+        };
+        let total = match check {
+            Ok(Some(total)) => total,
+            Ok(None) => {
+                self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
+                return self.send_ack(hal, i);
+            }
+            Err(RtrError::Crc) => {
+                self.counters.crc_errors += 1;
+                return self.terminate(hal, i, llp_code::CRC_ERROR, -ECONNRESET);
+            }
+            Err(RtrError::Mismatch) => {
+                self.counters.rtr_mismatch += 1;
+                return self.terminate(hal, i, llp_code::NO_MATCHING_RTR, -ECONNRESET);
+            }
+        };
+        if total - have < payload.len() {
+            // FPDUs after the RTR belong to the datapath, which had not taken the flow yet.
+            self.counters.early_data_dropped += 1;
+        }
+        self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
+        // FPDU mode from the byte after the RTR.
+        self.take_back_flow(hal, i);
+        self.install_flow(hal, i, false);
+        self.send_ack(hal, i);
+        self.conns[i].state = State::Established;
+        if let Owed::AcceptCompletion(tag) = self.conns[i].owed {
+            let handle = self.handle(i);
+            self.complete(hal, tag, 0, handle);
+        }
+        self.established(hal, i, EventKind::Established, &[]);
+        self.keep_only_unacked(i);
+    }
+
+    /// In FPDU mode the buffer is kept only while our own bytes are unacknowledged.
+    fn keep_only_unacked(&mut self, i: usize) {
+        if self.buffer(i).is_some_and(|b| b.tx_len == 0) {
+            self.release_buffer(i);
+            self.timers.disarm(i);
+        } else {
+            self.arm(i, true, false);
+        }
+    }
+
+    /// The initiator collects the MPA reply.
+    fn reply_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+        let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
+        let take = self.collect(i, payload);
+        let asked = self.conns[i].neg;
+        let Some(b) = self.buffers.get(usize::from(self.conns[i].buffer)) else {
+            return;
+        };
+        let rx = b.rx();
+        let judged = FrameRepr::parse_bytes(rx).map(|frame| {
+            let verdict = negotiation::judge_reply(&asked, &frame, &mut self.counters);
+            let frame_len = Frame::<&[u8]>::frame_len(rx).unwrap_or(rx.len());
+            (
+                verdict,
+                frame_len,
+                frame_len < rx.len(),
+                PrivateData::copy(frame.private_data),
+            )
+        });
+        let (verdict, frame_len, extra, private_data) = match judged {
+            Ok(judged) => judged,
+            Err(Error::Truncated) if !fin && take == payload.len() => {
+                self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
+                return self.send_ack(hal, i);
+            }
+            Err(error) => {
+                match error {
+                    Error::Truncated => self.counters.mpa_truncated += 1,
+                    other => {
+                        negotiation::refuse_frame(other, &mut self.counters);
+                    }
+                }
+                let status = if fin { -ECONNRESET } else { -EINVAL };
+                return self.abort(hal, i, status);
+            }
+        };
+        if extra {
+            // Bytes past the reply: FPDUs the peer sent early; they are not acknowledged.
+            self.counters.early_data_dropped += 1;
+        }
+        self.conns[i].rcv_nxt = self.conns[i]
+            .rcv_nxt
+            .wrapping_add(frame_len.saturating_sub(have) as u32);
+        match verdict {
+            ReplyVerdict::Rejected => {
+                self.raise(
+                    hal,
+                    i,
+                    EventKind::ConnectReply,
+                    -ECONNREFUSED,
+                    private_data.as_slice(),
+                );
+                self.detach(i);
+                self.close_gracefully(hal, i);
+            }
+            ReplyVerdict::Failed { term_code: 0 } => self.abort(hal, i, -EINVAL),
+            ReplyVerdict::Failed { term_code } => self.terminate(hal, i, term_code, -EINVAL),
+            ReplyVerdict::Accepted(neg) => {
+                self.conns[i].neg = neg;
+                if neg.peer_to_peer {
+                    self.send_rtr(hal, i);
+                } else {
+                    self.enter_fpdu_mode_active(hal, i);
+                }
+            }
+        }
+    }
+
+    /// The initiator sends the agreed RTR as its first FPDU and waits for its ACK.
+    fn send_rtr<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let Some(rtr) = MessageRepr::rtr(self.conns[i].neg.rtr) else {
+            return self.abort(hal, i, -EINVAL);
+        };
+        let mut ulpdu = [0u8; 64];
+        let Ok(len) = rtr.emit(&mut ulpdu) else {
+            return self.abort(hal, i, -EINVAL);
+        };
+        let snd_nxt = self.conns[i].snd_nxt;
+        let Some(b) = self.buffer_mut(i) else { return };
+        // The request is acknowledged by now (the reply answered it): the RTR starts the buffer.
+        b.tx_seq = snd_nxt;
+        let Ok(n) = (FpduRepr {
+            ulpdu: &ulpdu[..len],
+        })
+        .emit(&mut b.tx) else {
+            return;
+        };
+        b.tx_len = n as u16;
+        self.send_staged(hal, i, false);
+        self.conns[i].state = State::AwaitRtrAck;
+        self.arm(i, true, false);
+    }
+
+    /// Hand the initiator's connection to the datapath and tell the host, with the
+    /// reply's private data.
+    fn enter_fpdu_mode_active<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let private_data = self
+            .buffer(i)
+            .and_then(|b| FrameRepr::parse_bytes(b.rx()).ok())
+            .map_or(PrivateData::EMPTY, |frame| {
+                PrivateData::copy(frame.private_data)
+            });
+        self.install_flow(hal, i, false);
+        self.send_ack(hal, i);
+        self.conns[i].state = State::Established;
+        self.release_buffer(i);
+        self.timers.disarm(i);
+        self.established(hal, i, EventKind::ConnectReply, private_data.as_slice());
+    }
+
+    /// A frame of a flow the datapath carries: its FIN (the datapath delivered any payload
+    /// in front of it), its RST, or data that raced the hand-off.
+    fn in_fpdu_mode<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+        let Some(ctx) = hal.read_flow(i as u16) else {
+            return;
+        };
+        let end = seq(seg.seq_number).wrapping_add(seg.payload.len() as u32);
+        if seg.control == TcpControl::Fin && end == ctx.rcv_nxt {
+            self.take_back_flow(hal, i);
+            self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(1);
+            let seq = self.conns[i].snd_nxt;
+            self.send(hal, i, TcpControl::Fin, seq, &[]);
+            self.conns[i].snd_nxt = seq.wrapping_add(1);
+            self.conns[i].state = State::LastAck;
+            self.reset_backoff(i);
+            self.arm(i, true, false);
+            self.raise(hal, i, EventKind::Disconnect, 0, &[]);
+        } else if !seg.payload.is_empty() {
+            self.counters.early_data_dropped += 1;
+        }
+    }
+
+    /// Bytes and FIN after we closed: data is dropped (the connection is closing), the FIN
+    /// moves the close on.
+    fn closing_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+        let c = &mut self.conns[i];
+        c.rcv_nxt = c
+            .rcv_nxt
+            .wrapping_add(payload.len() as u32 + u32::from(fin));
+        let state = c.state;
+        self.send_ack(hal, i);
+        if !fin {
+            return;
+        }
+        match state {
+            State::FinWait1 => self.conns[i].state = State::Closing,
+            State::FinWait2 => self.enter_time_wait(hal, i),
+            _ => {}
+        }
+    }
+
+    fn enter_time_wait<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        self.conns[i].state = State::TimeWait;
+        self.release_buffer(i);
+        self.settle(hal, i, 0);
+        self.conns[i].phase_deadline = self.after(self.config.time_wait);
+        self.arm(i, false, true);
+    }
+
+    /// FIN after everything we sent; the peer's FIN completes the close.
+    pub(crate) fn close_gracefully<H: Hal>(&mut self, hal: &mut H, i: usize) {
+        let seq = self.conns[i].snd_nxt;
+        self.send(hal, i, TcpControl::Fin, seq, &[]);
+        self.conns[i].snd_nxt = seq.wrapping_add(1);
+        self.conns[i].state = State::FinWait1;
+        self.reset_backoff(i);
+        self.arm(i, true, false);
+    }
+
+    /// Terminate (LLP layer, `code`), then RST, then the host hears `status`.
+    pub(crate) fn terminate<H: Hal>(&mut self, hal: &mut H, i: usize, code: u8, status: i32) {
+        self.take_back_flow(hal, i);
+        let term = MessageRepr::terminate(TerminateRepr::llp(code), 1);
+        let mut ulpdu = [0u8; 32];
+        let mut fpdu = [0u8; 48];
+        let len = term
+            .emit(&mut ulpdu)
+            .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu));
+        if let Ok(len) = len {
+            let seq = self.conns[i].snd_nxt;
+            self.send(hal, i, TcpControl::Psh, seq, &fpdu[..len]);
+            self.conns[i].snd_nxt = seq.wrapping_add(len as u32);
+            self.counters.terminates_sent += 1;
+        }
+        self.abort(hal, i, status);
+    }
+
+    pub(crate) fn on_flow_event<H: Hal>(&mut self, hal: &mut H, report: FlowEvent) {
+        let i = usize::from(report.index);
+        if self.conns.get(i).is_none_or(|c| !c.in_datapath) {
+            return;
+        }
+        match report.kind {
+            FlowEventKind::CrcError => self.counters.crc_errors += 1,
+            FlowEventKind::LengthError => self.counters.length_errors += 1,
+        }
+        self.terminate(hal, i, llp_code::CRC_ERROR, -ECONNRESET);
+    }
+}

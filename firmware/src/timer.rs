@@ -1,0 +1,175 @@
+//! One timer per connection in a hashed timing wheel with intrusive lists: arming,
+//! re-arming and cancelling are O(1), and `poll` visits only the wheel slots that time
+//! crossed, so 65,536 connections cost nothing while their timers sleep.
+
+/// Wheel slots, one per millisecond: a revolution is about a second; later deadlines wait
+/// in their slot for later revolutions.
+const SLOTS: usize = 1024;
+const NIL: u32 = u32::MAX;
+
+/// `a` is at or before `b` on the wrapping millisecond clock.
+fn not_after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) >= 0
+}
+
+/// Timers of `N` connections, in milliseconds.
+pub(crate) struct TimerWheel<const N: usize> {
+    next: [u32; N],
+    prev: [u32; N],
+    deadline: [u32; N],
+    slot: [u16; N],
+    armed: [bool; N],
+    heads: [u32; SLOTS],
+    /// The next tick whose slot has not been swept.
+    cursor: u32,
+}
+
+impl<const N: usize> TimerWheel<N> {
+    pub(crate) const fn new() -> Self {
+        TimerWheel {
+            next: [NIL; N],
+            prev: [NIL; N],
+            deadline: [0; N],
+            slot: [0; N],
+            armed: [false; N],
+            heads: [NIL; SLOTS],
+            cursor: 0,
+        }
+    }
+
+    /// Start the clock at `now` (before any timer is armed).
+    pub(crate) fn start(&mut self, now: u32) {
+        self.cursor = now;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn deadline(&self, i: usize) -> Option<u32> {
+        self.armed[i].then_some(self.deadline[i])
+    }
+
+    /// Arm (or re-arm) timer `i` for `deadline`.
+    pub(crate) fn arm(&mut self, i: usize, deadline: u32) {
+        self.disarm(i);
+        // A deadline the sweep has passed goes in the slot swept next.
+        let tick = if not_after(deadline, self.cursor) {
+            self.cursor
+        } else {
+            deadline
+        };
+        let slot = tick as usize % SLOTS;
+        self.deadline[i] = deadline;
+        self.armed[i] = true;
+        self.prev[i] = NIL;
+        self.next[i] = self.heads[slot];
+        if let Some(old) = self.link(self.heads[slot]) {
+            self.prev[old] = i as u32;
+        }
+        self.heads[slot] = i as u32;
+        self.slot[i] = slot as u16;
+    }
+
+    pub(crate) fn disarm(&mut self, i: usize) {
+        if !self.armed[i] {
+            return;
+        }
+        self.armed[i] = false;
+        let (p, n) = (self.prev[i], self.next[i]);
+        match self.link(p) {
+            Some(p) => self.next[p] = n,
+            None => self.heads[usize::from(self.slot[i])] = n,
+        }
+        if let Some(n) = self.link(n) {
+            self.prev[n] = p;
+        }
+    }
+
+    fn link(&self, v: u32) -> Option<usize> {
+        (v != NIL).then_some(v as usize)
+    }
+
+    /// The next timer due at `now`, disarmed; `None` when every due timer was returned.
+    pub(crate) fn next_expired(&mut self, now: u32) -> Option<usize> {
+        if !not_after(self.cursor, now) {
+            return None;
+        }
+        // After a long gap one revolution sweeps every slot.
+        if now.wrapping_sub(self.cursor) >= SLOTS as u32 {
+            self.cursor = now.wrapping_sub(SLOTS as u32 - 1);
+        }
+        loop {
+            let slot = self.cursor as usize % SLOTS;
+            let mut at = self.link(self.heads[slot]);
+            while let Some(i) = at {
+                if not_after(self.deadline[i], now) {
+                    self.disarm(i);
+                    return Some(i);
+                }
+                at = self.link(self.next[i]);
+            }
+            if self.cursor == now {
+                return None;
+            }
+            self.cursor = self.cursor.wrapping_add(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn drain<const N: usize>(w: &mut TimerWheel<N>, now: u32) -> Vec<usize> {
+        let mut v: Vec<usize> = core::iter::from_fn(|| w.next_expired(now)).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn timers_fire_once_at_their_deadline() {
+        let mut w = TimerWheel::<8>::new();
+        w.start(100);
+        w.arm(0, 105);
+        w.arm(1, 105 + SLOTS as u32); // same slot, next revolution
+        w.arm(2, 3000);
+        assert_eq!(drain(&mut w, 104), [] as [usize; 0]);
+        assert_eq!(drain(&mut w, 105), [0]);
+        assert_eq!(drain(&mut w, 105), [] as [usize; 0]);
+        assert_eq!(drain(&mut w, 105 + SLOTS as u32), [1]);
+        assert_eq!(w.deadline(2), Some(3000));
+        assert_eq!(drain(&mut w, 10_000), [2]);
+        assert_eq!(w.deadline(2), None);
+    }
+
+    #[test]
+    fn rearm_and_disarm_unlink_anywhere_in_a_slot() {
+        let mut w = TimerWheel::<8>::new();
+        w.start(0);
+        for i in 0..5 {
+            w.arm(i, 50); // one slot, list of five
+        }
+        w.disarm(2); // middle
+        w.disarm(4); // head
+        w.arm(0, 70); // tail moves
+        assert_eq!(drain(&mut w, 60), [1, 3]);
+        assert_eq!(drain(&mut w, 70), [0]);
+    }
+
+    #[test]
+    fn a_past_deadline_fires_on_the_next_poll() {
+        let mut w = TimerWheel::<4>::new();
+        w.start(0);
+        assert_eq!(drain(&mut w, 500), [] as [usize; 0]);
+        w.arm(3, 10);
+        assert_eq!(drain(&mut w, 501), [3]);
+    }
+
+    #[test]
+    fn the_clock_may_wrap() {
+        let mut w = TimerWheel::<4>::new();
+        w.start(u32::MAX - 5);
+        w.arm(1, 4); // 10 ms later, across the wrap
+        assert_eq!(drain(&mut w, u32::MAX), [] as [usize; 0]);
+        assert_eq!(drain(&mut w, 4), [1]);
+    }
+}
