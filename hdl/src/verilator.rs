@@ -1,0 +1,443 @@
+//! Verilator for RustHDL blocks: lint a block's exported Verilog, and build it into a
+//! model that Rust drives through a small C ABI.
+//!
+//! [`VerilatedModel::build`] writes the Verilog, runs `verilator --cc`, generates a
+//! C++ harness for the top's ports, compiles everything with the `cc` crate (C++20,
+//! `-O2` even in debug builds, position-independent), links a shared object and loads
+//! it. Builds are cached under the caller's work directory by a hash of the Verilog, so
+//! a test run recompiles only the blocks whose Verilog changed.
+//!
+//! RustHDL's Verilog needs a few warnings waived; [`WAIVERS`] lists each with its reason
+//! and is the only place waivers live: the lint check and the model build both use it.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rust_hdl::core::atom::{Atom, AtomKind};
+use rust_hdl::prelude::{Block, Probe};
+
+/// Verilator warnings waived on RustHDL's Verilog, each with the reason it is benign.
+pub const WAIVERS: &[(&str, &str)] = &[
+    (
+        "DECLFILENAME",
+        "generate_verilog emits every module of a design into one file named after the top; \
+         submodules are named top$path, which no file name can match",
+    ),
+    (
+        "UNOPTFLAT",
+        "RustHDL writes each module's logic as one always @(*) block, so a signal that goes \
+         out to a combinational submodule (the CRC matrix) and comes back looks circular to \
+         Verilator's block-level ordering although no bit depends on itself; it costs \
+         Verilator a settle loop, not correctness (Verilator 5.04x no longer raises it)",
+    ),
+];
+
+/// Why a lint or build failed.
+#[derive(Debug)]
+pub enum Error {
+    /// `verilator` is not on PATH.
+    VerilatorMissing,
+    /// A command ran and failed; `output` holds its stderr and stdout.
+    CommandFailed { command: String, output: String },
+    /// Writing or reading a build file.
+    Io(std::io::Error),
+    /// The C++ compiler (through the `cc` crate) failed.
+    Compile(String),
+    /// Loading the built shared object.
+    Load(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::VerilatorMissing => write!(
+                f,
+                "verilator is not installed (not on PATH): run scripts/setup.sh, which \
+                 installs Debian's verilator"
+            ),
+            Error::CommandFailed { command, output } => {
+                write!(f, "`{command}` failed:\n{output}")
+            }
+            Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Compile(e) => write!(f, "compiling the verilated model failed: {e}"),
+            Error::Load(e) => write!(f, "loading the verilated model failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// A port of the top module, as the Verilog declares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Port {
+    pub name: String,
+    pub width: usize,
+    pub is_input: bool,
+}
+
+/// The ports of `uut`'s top level, in declaration order.
+pub fn top_ports<B: Block>(uut: &B) -> Vec<Port> {
+    struct TopPorts {
+        depth: usize,
+        ports: Vec<Port>,
+    }
+    impl Probe for TopPorts {
+        fn visit_start_scope(&mut self, _name: &str, _node: &dyn Block) {
+            self.depth += 1;
+        }
+        fn visit_atom(&mut self, name: &str, signal: &dyn Atom) {
+            let is_input = match signal.kind() {
+                AtomKind::InputParameter => true,
+                AtomKind::OutputParameter => false,
+                _ => return,
+            };
+            if self.depth == 1 {
+                self.ports.push(Port {
+                    name: name.to_owned(),
+                    width: signal.bits(),
+                    is_input,
+                });
+            }
+        }
+        fn visit_end_scope(&mut self, _name: &str, _node: &dyn Block) {
+            self.depth -= 1;
+        }
+    }
+    let mut probe = TopPorts {
+        depth: 0,
+        ports: vec![],
+    };
+    uut.accept("top", &mut probe);
+    probe.ports
+}
+
+fn waiver_flags() -> impl Iterator<Item = String> {
+    WAIVERS.iter().map(|(code, _)| format!("-Wno-{code}"))
+}
+
+fn run(command: &mut Command) -> Result<(), Error> {
+    let output = command.output().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::VerilatorMissing,
+        _ => Error::Io(e),
+    })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::CommandFailed {
+            command: format!("{command:?}"),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stderr),
+                String::from_utf8_lossy(&output.stdout)
+            ),
+        })
+    }
+}
+
+/// `verilator --lint-only -Wall` on a RustHDL top (module `top`) with [`WAIVERS`].
+/// `work_dir` receives `top.v` (the file is named after the top module so Verilator's
+/// file-name check passes for it).
+pub fn lint(verilog: &str, work_dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(work_dir)?;
+    let file = work_dir.join("top.v");
+    std::fs::write(&file, verilog)?;
+    run(Command::new("verilator")
+        .args(["--lint-only", "-Wall", "--top-module", "top"])
+        .args(waiver_flags())
+        .arg(&file))
+}
+
+type NewFn = unsafe extern "C" fn() -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type EvalFn = unsafe extern "C" fn(*mut c_void);
+type SetFn = unsafe extern "C" fn(*mut c_void, u32, u64);
+type GetFn = unsafe extern "C" fn(*mut c_void, u32) -> u64;
+
+/// A verilated RustHDL top, loaded into this process. Ports are addressed by their index
+/// in [`VerilatedModel::ports`]; look indices up once with [`VerilatedModel::port`].
+pub struct VerilatedModel {
+    model: *mut c_void,
+    free: FreeFn,
+    eval: EvalFn,
+    set: SetFn,
+    get: GetFn,
+    ports: Vec<Port>,
+    // Dropped after `model` is freed (see `Drop`), so the code stays mapped until then.
+    _library: libloading::Library,
+}
+
+/// The C++ harness: one model per `new`, ports by index, values masked to their width
+/// (Verilator requires the unused high bits of a port's storage to be zero).
+fn harness(class: &str, ports: &[Port]) -> String {
+    let mut setters = String::new();
+    let mut getters = String::new();
+    for (index, port) in ports.iter().enumerate() {
+        let name = &port.name;
+        if port.is_input {
+            let mask = if port.width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << port.width) - 1
+            };
+            writeln!(
+                setters,
+                "        case {index}: m->top.{name} = value & {mask:#x}ULL; break;"
+            )
+            .unwrap();
+        }
+        writeln!(getters, "        case {index}: return m->top.{name};").unwrap();
+    }
+    format!(
+        r#"// Generated by iwnic_hdl::verilator: a C ABI over the verilated model {class}.
+#include <cstdint>
+#include "verilated.h"
+#include "{class}.h"
+
+namespace {{
+struct Model {{
+    VerilatedContext context;
+    {class} top{{&context}};
+}};
+}}
+
+extern "C" {{
+void* iwnic_model_new() {{ return new Model; }}
+void iwnic_model_free(void* model) {{
+    Model* m = static_cast<Model*>(model);
+    m->top.final();
+    delete m;
+}}
+void iwnic_model_eval(void* model) {{ static_cast<Model*>(model)->top.eval(); }}
+void iwnic_model_set(void* model, uint32_t port, uint64_t value) {{
+    Model* m = static_cast<Model*>(model);
+    switch (port) {{
+{setters}        default: break;
+    }}
+}}
+uint64_t iwnic_model_get(void* model, uint32_t port) {{
+    Model* m = static_cast<Model*>(model);
+    switch (port) {{
+{getters}        default: return 0;
+    }}
+}}
+}}
+"#
+    )
+}
+
+/// The runtime sources a model needs, from the `VM_GLOBAL_*` lists of
+/// `V<top>_classes.mk` (e.g. `verilated`, `verilated_threads`).
+fn global_runtime_sources(classes_mk: &str) -> Vec<String> {
+    let mut sources = vec![];
+    let mut in_global_list = false;
+    for line in classes_mk.lines() {
+        if line.starts_with("VM_GLOBAL_") {
+            in_global_list = true;
+            continue;
+        }
+        if in_global_list {
+            let name = line.trim().trim_end_matches('\\').trim();
+            if line.starts_with('\t') && !name.is_empty() {
+                sources.push(name.to_owned());
+                continue;
+            }
+            in_global_list = line.trim_end().ends_with('\\');
+        }
+    }
+    sources
+}
+
+/// The trimmed stdout of `verilator ARGS`.
+fn verilator_output(args: &[&str]) -> Result<String, Error> {
+    let output = Command::new("verilator")
+        .args(args)
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::VerilatorMissing,
+            _ => Error::Io(e),
+        })?;
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+fn verilator_version() -> Result<String, Error> {
+    verilator_output(&["--version"])
+}
+
+fn verilator_root() -> Result<PathBuf, Error> {
+    verilator_output(&["--getenv", "VERILATOR_ROOT"]).map(PathBuf::from)
+}
+
+impl VerilatedModel {
+    /// Builds (or reuses from `work_dir`) and loads the model of a RustHDL top whose
+    /// Verilog is `verilog` and whose ports are `ports` (see [`top_ports`]). `name`
+    /// names the build folder and the C++ class (`V<name>`).
+    pub fn build(
+        name: &str,
+        verilog: &str,
+        ports: Vec<Port>,
+        work_dir: &Path,
+    ) -> Result<VerilatedModel, Error> {
+        if let Some(port) = ports.iter().find(|p| p.width > 64) {
+            panic!(
+                "port {} is {} bits; the harness carries at most 64",
+                port.name, port.width
+            );
+        }
+        let class = format!("V{name}");
+        let harness_source = harness(&class, &ports);
+        let mut hasher = DefaultHasher::new();
+        (verilog, &harness_source, WAIVERS, verilator_version()?).hash(&mut hasher);
+        let dir = work_dir.join(format!("{name}-{:016x}", hasher.finish()));
+        let library = dir.join(format!("lib{name}.so"));
+        if !library.exists() {
+            Self::compile(&class, verilog, &harness_source, &dir, &library)?;
+        }
+        Self::load(&library, ports)
+    }
+
+    fn compile(
+        class: &str,
+        verilog: &str,
+        harness_source: &str,
+        dir: &Path,
+        library: &Path,
+    ) -> Result<(), Error> {
+        let obj_dir = dir.join("obj_dir");
+        std::fs::create_dir_all(&obj_dir)?;
+        let file = dir.join("top.v");
+        std::fs::write(&file, verilog)?;
+        run(Command::new("verilator")
+            .args(["--cc", "-O3", "--top-module", "top", "--prefix", class])
+            .args(waiver_flags())
+            .arg("--Mdir")
+            .arg(&obj_dir)
+            .arg(&file))?;
+        let harness_file = dir.join("harness.cpp");
+        std::fs::write(&harness_file, harness_source)?;
+
+        let root = verilator_root()?;
+        let include = root.join("include");
+        let classes_mk = std::fs::read_to_string(obj_dir.join(format!("{class}_classes.mk")))?;
+        let mut sources: Vec<PathBuf> = vec![harness_file];
+        for entry in std::fs::read_dir(&obj_dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "cpp") {
+                sources.push(path);
+            }
+        }
+        sources.extend(
+            global_runtime_sources(&classes_mk)
+                .iter()
+                .map(|s| include.join(format!("{s}.cpp"))),
+        );
+
+        let target = env!("IWNIC_HDL_TARGET");
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .std("c++20")
+            .opt_level(2)
+            .debug(false)
+            .pic(true)
+            .target(target)
+            .host(target)
+            .cargo_metadata(false)
+            .cargo_warnings(false)
+            .warnings(false)
+            .out_dir(dir.join("build"))
+            .include(&obj_dir)
+            .include(&include)
+            .include(include.join("vltstd"))
+            .files(&sources);
+        let objects = build
+            .try_compile_intermediates()
+            .map_err(|e| Error::Compile(e.to_string()))?;
+        let partial = library.with_extension("so.partial");
+        let mut link = build.get_compiler().to_command();
+        link.arg("-shared")
+            .arg("-o")
+            .arg(&partial)
+            .args(&objects)
+            .arg("-pthread");
+        run(&mut link)?;
+        // Rename last: a crash mid-build never leaves a library that looks complete.
+        std::fs::rename(&partial, library)?;
+        Ok(())
+    }
+
+    fn load(library: &Path, ports: Vec<Port>) -> Result<VerilatedModel, Error> {
+        let load_error = |e: libloading::Error| Error::Load(format!("{}: {e}", library.display()));
+        // SAFETY: the library is the harness built above; its initialisers only set up
+        // Verilator's runtime, and the symbols have the signatures declared here.
+        unsafe {
+            let lib = libloading::Library::new(library).map_err(load_error)?;
+            let new: NewFn = *lib.get(b"iwnic_model_new").map_err(load_error)?;
+            let free: FreeFn = *lib.get(b"iwnic_model_free").map_err(load_error)?;
+            let eval: EvalFn = *lib.get(b"iwnic_model_eval").map_err(load_error)?;
+            let set: SetFn = *lib.get(b"iwnic_model_set").map_err(load_error)?;
+            let get: GetFn = *lib.get(b"iwnic_model_get").map_err(load_error)?;
+            Ok(VerilatedModel {
+                model: new(),
+                free,
+                eval,
+                set,
+                get,
+                ports,
+                _library: lib,
+            })
+        }
+    }
+
+    /// The top's ports; a port's index here is its address for [`set`](Self::set) and
+    /// [`get`](Self::get).
+    pub fn ports(&self) -> &[Port] {
+        &self.ports
+    }
+
+    /// The index of the port called `name`. Panics if there is none: port names are
+    /// fixed by the block, so a miss is a bug in the caller.
+    pub fn port(&self, name: &str) -> u32 {
+        let index = self.ports.iter().position(|p| p.name == name);
+        index.unwrap_or_else(|| panic!("the model has no port {name}")) as u32
+    }
+
+    /// Drives input port `port` (bits above its width are dropped).
+    pub fn set(&mut self, port: u32, value: u64) {
+        assert!(
+            self.ports[port as usize].is_input,
+            "port {port} is an output"
+        );
+        // SAFETY: `model` came from this library's `new` and is freed only in `drop`.
+        unsafe { (self.set)(self.model, port, value) }
+    }
+
+    /// The current value of `port`, input or output.
+    pub fn get(&self, port: u32) -> u64 {
+        // SAFETY: as in `set`.
+        unsafe { (self.get)(self.model, port) }
+    }
+
+    /// Evaluates the model: combinational logic settles and any clock edge since the
+    /// last evaluation takes effect.
+    pub fn eval(&mut self) {
+        // SAFETY: as in `set`.
+        unsafe { (self.eval)(self.model) }
+    }
+}
+
+impl Drop for VerilatedModel {
+    fn drop(&mut self) {
+        // SAFETY: `model` is live and freed exactly once, before the library unloads.
+        unsafe { (self.free)(self.model) }
+    }
+}

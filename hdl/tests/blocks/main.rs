@@ -1,0 +1,8 @@
+//! Block tests of iwnic-hdl. Every block's vectors run on two simulators in lock step
+//! (`dut`), under seeded random valid/ready stalls (`stream`), against the software
+//! reference in `iwnic-proto`.
+
+mod dut;
+mod stream;
+
+mod crc32c;
