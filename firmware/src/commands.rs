@@ -306,14 +306,12 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             self.conns[i].state = State::AwaitRtr;
             self.conns[i].owed = Owed::AcceptCompletion(tag);
             self.conns[i].phase_deadline = self.after(self.config.mpa_reply_timeout);
-            let ctx = self.flow_context(i, true);
-            hal.write_flow(&ctx);
+            self.install_flow(hal, i, true);
             self.arm(i, true, true);
         } else {
             self.conns[i].state = State::Established;
             self.conns[i].owed = Owed::Close;
-            let ctx = self.flow_context(i, false);
-            hal.write_flow(&ctx);
+            self.install_flow(hal, i, false);
             self.arm(i, true, false);
             self.complete(hal, tag, 0, handle);
             self.established(hal, i, EventKind::Established, &[]);

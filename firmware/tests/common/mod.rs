@@ -1,0 +1,472 @@
+//! Fixtures of the firmware tests: a scripted `Hal` (frames, commands, records, flows and
+//! time all in the test's hands), a scripted TCP peer, and MPA frame builders.
+#![allow(dead_code)] // each test file uses its own part of the fixtures
+
+use std::collections::{BTreeMap, VecDeque};
+
+use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+use iwnic_proto::ddp::{Body, MessageRepr};
+use iwnic_proto::fpdu::FpduRepr;
+use iwnic_proto::host::{Command, CommandRecord, Completion, Endpoint, EventKind, Record, MAX_RECORD_LEN};
+use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
+use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::smoltcp_wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
+use smoltcp::time::Instant;
+
+pub const NIC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+pub const NIC_IP: [u8; 4] = [10, 0, 0, 1];
+pub const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+pub const PEER_IP: [u8; 4] = [10, 0, 0, 2];
+pub const PORT: u16 = 4791;
+
+pub type Fw = Firmware<64, 8>;
+
+pub fn config() -> Config {
+    Config { mac: NIC_MAC, ip: NIC_IP, next_hop_mac: PEER_MAC, ..Config::default() }
+}
+
+/// The NIC around the firmware, as a script drives it.
+#[derive(Default)]
+pub struct ScriptedHal {
+    pub rx: VecDeque<Vec<u8>>,
+    pub tx: Vec<Vec<u8>>,
+    pub commands: VecDeque<Vec<u8>>,
+    pub records: Vec<Vec<u8>>,
+    /// Room in the host queue (records the firmware may push before the host drains).
+    pub host_room: usize,
+    pub flows: BTreeMap<u16, FlowContext>,
+    pub flow_writes: Vec<FlowContext>,
+    pub flow_removes: Vec<u16>,
+    pub flow_events: VecDeque<FlowEvent>,
+    pub counters: Counters,
+}
+
+impl Hal for ScriptedHal {
+    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
+        let frame = self.rx.pop_front()?;
+        let len = frame.len().min(MAX_FRAME_LEN);
+        buf[..len].copy_from_slice(&frame[..len]);
+        Some(len)
+    }
+    fn transmit_frame(&mut self, frame: &[u8]) {
+        self.tx.push(frame.to_vec());
+    }
+    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
+        let record = self.commands.pop_front()?;
+        let len = record.len().min(MAX_RECORD_LEN);
+        buf[..len].copy_from_slice(&record[..len]);
+        Some(len)
+    }
+    fn host_space(&self) -> usize {
+        self.host_room.saturating_sub(self.records.len())
+    }
+    fn push_record(&mut self, record: &[u8]) {
+        assert!(self.host_space() > 0, "the firmware pushed a record into a full host queue");
+        self.records.push(record.to_vec());
+    }
+    fn write_flow(&mut self, flow: &FlowContext) {
+        self.flows.insert(flow.index, *flow);
+        self.flow_writes.push(*flow);
+    }
+    fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
+        self.flows.get(&index).copied()
+    }
+    fn remove_flow(&mut self, index: u16) {
+        self.flows.remove(&index);
+        self.flow_removes.push(index);
+    }
+    fn receive_flow_event(&mut self) -> Option<FlowEvent> {
+        self.flow_events.pop_front()
+    }
+    fn publish_counters(&mut self, counters: &Counters) {
+        self.counters = *counters;
+    }
+}
+
+/// A TCP segment the firmware sent, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seg {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub control: TcpControl,
+    pub seq: u32,
+    pub ack: Option<u32>,
+    pub window: u16,
+    pub mss: Option<u16>,
+    pub window_scale: Option<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Seg {
+    pub fn decode(frame: &[u8]) -> Seg {
+        let f = TcpFrameRepr::parse(frame).expect("the firmware sends valid TCP frames");
+        assert_eq!((f.src_mac.0, f.src_ip.octets()), (NIC_MAC, NIC_IP), "sent from the NIC's addresses");
+        Seg {
+            src_port: f.tcp.src_port,
+            dst_port: f.tcp.dst_port,
+            control: f.tcp.control,
+            seq: f.tcp.seq_number.0 as u32,
+            ack: f.tcp.ack_number.map(|a| a.0 as u32),
+            window: f.tcp.window_len,
+            mss: f.tcp.max_seg_size,
+            window_scale: f.tcp.window_scale,
+            payload: f.tcp.payload.to_vec(),
+        }
+    }
+
+    /// Sequence space the segment takes.
+    pub fn len(&self) -> u32 {
+        self.payload.len() as u32 + u32::from(matches!(self.control, TcpControl::Syn | TcpControl::Fin))
+    }
+
+    /// `control` with the payload kind in a short form for matching: "SYN", "SYN-ACK",
+    /// "ACK", "DATA", "FIN", "RST".
+    pub fn kind(&self) -> &'static str {
+        match (self.control, self.ack.is_some(), self.payload.is_empty()) {
+            (TcpControl::Syn, false, _) => "SYN",
+            (TcpControl::Syn, true, _) => "SYN-ACK",
+            (TcpControl::Fin, _, _) => "FIN",
+            (TcpControl::Rst, _, _) => "RST",
+            (_, _, true) => "ACK",
+            (_, _, false) => "DATA",
+        }
+    }
+}
+
+/// An event the firmware raised, decoded and owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ev {
+    pub seq: u32,
+    pub kind: EventKind,
+    pub conn: u32,
+    pub listener: u32,
+    pub status: i32,
+    pub ird: u16,
+    pub ord: u16,
+    pub private_data: Vec<u8>,
+    pub local: Endpoint,
+    pub remote: Endpoint,
+}
+
+/// A record the firmware pushed to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    Done(Completion),
+    Event(Ev),
+}
+
+impl Out {
+    pub fn decode(bytes: &[u8]) -> Out {
+        match Record::parse(bytes).expect("the firmware pushes valid records") {
+            Record::Completion(c) => Out::Done(c),
+            Record::Event(e) => Out::Event(Ev {
+                seq: e.seq,
+                kind: e.kind,
+                conn: e.conn,
+                listener: e.listener,
+                status: e.status,
+                ird: e.ird,
+                ord: e.ord,
+                private_data: e.private_data.to_vec(),
+                local: e.local,
+                remote: e.remote,
+            }),
+            Record::Command(_) => panic!("the firmware pushed a command"),
+        }
+    }
+
+    /// "DONE(status)" or "KIND(status)", for matching sequences.
+    pub fn brief(&self) -> String {
+        match self {
+            Out::Done(c) => format!("DONE({})", c.status),
+            Out::Event(e) => format!("{:?}({})", e.kind, e.status),
+        }
+    }
+}
+
+/// The firmware, its scripted NIC and the clock.
+pub struct Bench {
+    pub fw: Box<Fw>,
+    pub hal: ScriptedHal,
+    pub now_ms: i64,
+    next_tag: u32,
+}
+
+impl Default for Bench {
+    fn default() -> Self {
+        Bench::with(config())
+    }
+}
+
+impl Bench {
+    pub fn with(config: Config) -> Bench {
+        Bench {
+            fw: Box::new(Fw::new(config)),
+            hal: ScriptedHal { host_room: 64, ..ScriptedHal::default() },
+            now_ms: 1_000,
+            next_tag: 1,
+        }
+    }
+
+    pub fn poll(&mut self) {
+        self.fw.poll(&mut self.hal, Instant::from_millis(self.now_ms));
+    }
+
+    /// Let `ms` pass, polling every millisecond as a soft core would.
+    pub fn advance(&mut self, ms: i64) {
+        for _ in 0..ms {
+            self.now_ms += 1;
+            self.poll();
+        }
+    }
+
+    /// Queue a command, poll, and return its tag.
+    pub fn command(&mut self, command: Command) -> u32 {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        let record = CommandRecord { tag, command };
+        let mut buf = vec![0u8; record.buffer_len()];
+        record.emit(&mut buf).unwrap();
+        self.hal.commands.push_back(buf);
+        self.poll();
+        tag
+    }
+
+    /// Deliver a frame and poll.
+    pub fn deliver(&mut self, frame: Vec<u8>) {
+        self.hal.rx.push_back(frame);
+        self.poll();
+    }
+
+    /// Frames sent since the last call, decoded.
+    pub fn sent(&mut self) -> Vec<Seg> {
+        self.hal.tx.drain(..).map(|f| Seg::decode(&f)).collect()
+    }
+
+    /// Records pushed since the last call, decoded; checks event sequence numbers run on.
+    pub fn out(&mut self) -> Vec<Out> {
+        self.hal.records.drain(..).map(|r| Out::decode(&r)).collect()
+    }
+
+    pub fn listen(&mut self, port: u16, backlog: u32) -> u32 {
+        let tag = self.command(Command::Listen { local: Endpoint::v4([0; 4], port), backlog });
+        match self.out().as_slice() {
+            [Out::Done(c)] if c.tag == tag && c.status == 0 => c.handle,
+            other => panic!("listen: {other:?}"),
+        }
+    }
+}
+
+/// Kinds of a batch of segments, for matching.
+pub fn kinds(segs: &[Seg]) -> Vec<&'static str> {
+    segs.iter().map(Seg::kind).collect()
+}
+
+/// Brief forms of a batch of records.
+pub fn briefs(out: &[Out]) -> Vec<String> {
+    out.iter().map(Out::brief).collect()
+}
+
+pub fn event(out: &Out) -> &Ev {
+    match out {
+        Out::Event(e) => e,
+        other => panic!("not an event: {other:?}"),
+    }
+}
+
+pub fn done(out: &Out) -> &Completion {
+    match out {
+        Out::Done(c) => c,
+        other => panic!("not a completion: {other:?}"),
+    }
+}
+
+/// The far end of a TCP connection, scripted.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub port: u16,
+    pub nic_port: u16,
+    pub snd_nxt: u32,
+    pub rcv_nxt: u32,
+    pub window_scale: Option<u8>,
+}
+
+impl Peer {
+    pub fn new(port: u16, nic_port: u16, iss: u32) -> Peer {
+        Peer { port, nic_port, snd_nxt: iss, rcv_nxt: 0, window_scale: Some(7) }
+    }
+
+    fn frame(&self, control: TcpControl, seq: u32, ack: Option<u32>, payload: &[u8], syn: bool) -> Vec<u8> {
+        let repr = TcpFrameRepr {
+            src_mac: EthernetAddress(PEER_MAC),
+            dst_mac: EthernetAddress(NIC_MAC),
+            src_ip: Ipv4Address::from(PEER_IP),
+            dst_ip: Ipv4Address::from(NIC_IP),
+            ttl: DEFAULT_TTL,
+            tcp: TcpRepr {
+                src_port: self.port,
+                dst_port: self.nic_port,
+                control,
+                seq_number: TcpSeqNumber(seq as i32),
+                ack_number: ack.map(|a| TcpSeqNumber(a as i32)),
+                window_len: 65535,
+                window_scale: if syn { self.window_scale } else { None },
+                max_seg_size: syn.then_some(1460),
+                sack_permitted: false,
+                sack_ranges: [None; 3],
+                timestamp: None,
+                payload,
+            },
+        };
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut buf).unwrap();
+        buf
+    }
+
+    /// A segment at `snd_nxt` acknowledging `rcv_nxt`; advances `snd_nxt`.
+    pub fn seg(&mut self, control: TcpControl, payload: &[u8]) -> Vec<u8> {
+        let syn = control == TcpControl::Syn;
+        let ack = (!syn || self.rcv_nxt != 0).then_some(self.rcv_nxt);
+        let frame = self.frame(control, self.snd_nxt, ack, payload, syn);
+        let len = payload.len() as u32 + u32::from(matches!(control, TcpControl::Syn | TcpControl::Fin));
+        self.snd_nxt = self.snd_nxt.wrapping_add(len);
+        frame
+    }
+
+    /// The same segment again (a retransmission), without moving `snd_nxt`.
+    pub fn again(&self, control: TcpControl, seq: u32, payload: &[u8]) -> Vec<u8> {
+        self.frame(control, seq, Some(self.rcv_nxt), payload, control == TcpControl::Syn)
+    }
+
+    pub fn syn(&mut self) -> Vec<u8> {
+        self.seg(TcpControl::Syn, &[])
+    }
+    pub fn ack(&mut self) -> Vec<u8> {
+        self.seg(TcpControl::None, &[])
+    }
+    pub fn data(&mut self, payload: &[u8]) -> Vec<u8> {
+        self.seg(TcpControl::Psh, payload)
+    }
+    pub fn fin(&mut self) -> Vec<u8> {
+        self.seg(TcpControl::Fin, &[])
+    }
+    pub fn rst(&self) -> Vec<u8> {
+        self.frame(TcpControl::Rst, self.snd_nxt, None, &[], false)
+    }
+
+    /// Take in what the NIC sent to this peer.
+    pub fn saw(&mut self, seg: &Seg) {
+        assert_eq!((seg.src_port, seg.dst_port), (self.nic_port, self.port));
+        if seg.control != TcpControl::Rst {
+            self.rcv_nxt = seg.seq.wrapping_add(seg.len());
+        }
+    }
+
+    pub fn saw_all(&mut self, segs: &[Seg]) {
+        for s in segs {
+            self.saw(s);
+        }
+    }
+}
+
+pub fn mpa(repr: &FrameRepr) -> Vec<u8> {
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut buf).unwrap();
+    buf
+}
+
+pub fn request_v2(rtr: RtrTypes, ird: u16, ord: u16, private_data: &[u8]) -> Vec<u8> {
+    mpa(&FrameRepr {
+        kind: FrameKind::Request,
+        markers: false,
+        crc: true,
+        revision: 2,
+        v2: Some(V2Block { peer_to_peer: rtr.count() > 0, rtr, ird, ord }),
+        private_data,
+    })
+}
+
+pub fn request_v1(private_data: &[u8]) -> Vec<u8> {
+    mpa(&FrameRepr { kind: FrameKind::Request, markers: false, crc: true, revision: 1, v2: None, private_data })
+}
+
+pub fn reply(kind: FrameKind, v2: Option<V2Block>, private_data: &[u8]) -> Vec<u8> {
+    let revision = if v2.is_some() { 2 } else { 1 };
+    mpa(&FrameRepr { kind, markers: false, crc: true, revision, v2, private_data })
+}
+
+pub fn parse_mpa(bytes: &[u8]) -> FrameRepr<'_> {
+    FrameRepr::parse_bytes(bytes).expect("a valid MPA frame")
+}
+
+pub fn fpdu(message: &MessageRepr) -> Vec<u8> {
+    let mut ulpdu = vec![0u8; message.buffer_len()];
+    message.emit(&mut ulpdu).unwrap();
+    let repr = FpduRepr { ulpdu: &ulpdu };
+    let mut wire = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut wire).unwrap();
+    wire
+}
+
+pub fn rtr(kind: RtrTypes) -> Vec<u8> {
+    fpdu(&MessageRepr::rtr(kind).unwrap())
+}
+
+/// The LLP error code of a Terminate FPDU.
+pub fn terminate_code(payload: &[u8]) -> u8 {
+    let fpdu = FpduRepr::parse(payload).expect("a whole FPDU with a good CRC");
+    match MessageRepr::parse(fpdu.ulpdu).expect("a DDP/RDMAP message").body {
+        Body::Terminate(t) => t.code,
+        other => panic!("not a Terminate: {other:?}"),
+    }
+}
+
+/// Passive open up to the CONNECT_REQUEST: listen, handshake, the request. Returns the
+/// peer and the event.
+pub fn passive_until_request(bench: &mut Bench, request: &[u8]) -> (Peer, Ev) {
+    let listener = bench.listen(PORT, 8);
+    let mut peer = Peer::new(40000, PORT, 7_000);
+    bench.deliver(peer.syn());
+    let synack = bench.sent();
+    assert_eq!(kinds(&synack), ["SYN-ACK"]);
+    assert_eq!(synack[0].ack, Some(7_001));
+    peer.saw_all(&synack);
+    bench.deliver(peer.ack());
+    bench.deliver(peer.data(request));
+    let acks = bench.sent();
+    assert_eq!(kinds(&acks), ["ACK"]);
+    peer.saw_all(&acks);
+    let out = bench.out();
+    assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
+    let ev = event(&out[0]).clone();
+    assert_eq!(ev.listener, listener);
+    (peer, ev)
+}
+
+/// Active open up to the request on the wire: connect, SYN, SYN-ACK, ACK + request.
+/// Returns the peer, the connection handle and the request bytes.
+pub fn active_until_request(bench: &mut Bench, mpa_v1: bool, private_data: &[u8]) -> (Peer, u32, Vec<u8>) {
+    let tag = bench.command(Command::Connect {
+        local: Endpoint::v4(NIC_IP, 0),
+        remote: Endpoint::v4(PEER_IP, PORT),
+        ird: 16,
+        ord: 16,
+        qpn: 1,
+        mpa_v1,
+        private_data,
+    });
+    let out = bench.out();
+    assert_eq!(briefs(&out), ["DONE(0)"]);
+    let conn = done(&out[0]).handle;
+    assert_eq!(done(&out[0]).tag, tag);
+    let syn = bench.sent();
+    assert_eq!(kinds(&syn), ["SYN"]);
+    assert_eq!(syn[0].mss, Some(1460));
+    let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
+    peer.saw_all(&syn);
+    bench.deliver(peer.syn());
+    let segs = bench.sent();
+    assert_eq!(kinds(&segs), ["ACK", "DATA"]);
+    peer.saw_all(&segs);
+    (peer, conn, segs[1].payload.clone())
+}

@@ -1,0 +1,385 @@
+//! Passive opens, per state: SYN_RECEIVED, AWAIT_REQUEST, AWAIT_ACCEPT, AWAIT_RTR.
+
+mod common;
+
+use common::*;
+use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
+use iwnic_proto::host::{Command, EventKind};
+use iwnic_proto::mpa::{FrameKind, RtrTypes, IRD_ORD_NO_NEGOTIATION};
+use iwnic_firmware::State;
+
+const OFFER: RtrTypes = RtrTypes { send: false, write: true, read: true };
+
+fn accept(bench: &mut Bench, conn: u32, private_data: &[u8]) -> u32 {
+    bench.command(Command::Accept { conn, ird: 8, ord: 8, qpn: 3, private_data })
+}
+
+mod await_accept {
+    use super::*;
+
+    #[test]
+    fn v2_peer_to_peer_accept_waits_for_the_rtr() {
+        let mut bench = Bench::default();
+        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 12, b"hi"));
+        assert_eq!((request.ird, request.ord, request.private_data.as_slice()), (16, 12, &b"hi"[..]));
+        assert_eq!(request.remote.port, 40000);
+        let tag = accept(&mut bench, request.conn, b"ok");
+        let reply = bench.sent();
+        assert_eq!(kinds(&reply), ["DATA"]);
+        let frame = parse_mpa(&reply[0].payload);
+        assert_eq!(frame.kind, FrameKind::Accept);
+        let block = frame.v2.unwrap();
+        assert!(block.peer_to_peer);
+        assert_eq!(block.rtr, RtrTypes::READ, "a zero-length Read is preferred");
+        // Our ORD is relaxed to the initiator's IRD; our IRD is what the host asked.
+        assert_eq!((block.ird, block.ord, frame.private_data), (8, 8, &b"ok"[..]));
+        peer.saw_all(&reply);
+        // The flow is handed over at the byte after the reply, steered to us until the RTR.
+        let flow = bench.hal.flow_writes.last().copied().unwrap();
+        assert!(flow.rtr_expected && flow.crc);
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (reply[0].seq + reply[0].len(), peer.snd_nxt));
+        assert_eq!(flow.tuple.remote_port, 40000);
+        assert!(bench.out().is_empty(), "accept completes only with the RTR");
+        assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
+
+        bench.deliver(peer.data(&rtr(RtrTypes::READ)));
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(ack[0].ack, Some(peer.snd_nxt));
+        let flow = bench.hal.flows[&flow.index];
+        assert!(!flow.rtr_expected);
+        assert_eq!(flow.rcv_nxt, peer.snd_nxt, "FPDU mode starts after the RTR");
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
+        assert_eq!(done(&out[0]).tag, tag);
+        assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 8));
+        assert_eq!(bench.fw.state(request.conn), Some(State::Established));
+        assert_eq!(bench.fw.buffers_in_use(), 0, "reply acknowledged by the RTR");
+    }
+
+    #[test]
+    fn each_offered_rtr_type_is_honoured() {
+        for (offer, chosen) in [
+            (RtrTypes::SEND, RtrTypes::SEND),
+            (RtrTypes::WRITE, RtrTypes::WRITE),
+            (RtrTypes::READ, RtrTypes::READ),
+            (RtrTypes { send: true, write: true, read: false }, RtrTypes::WRITE),
+        ] {
+            let mut bench = Bench::default();
+            let (mut peer, request) = passive_until_request(&mut bench, &request_v2(offer, 4, 4, b""));
+            accept(&mut bench, request.conn, b"");
+            let reply = bench.sent();
+            assert_eq!(parse_mpa(&reply[0].payload).v2.unwrap().rtr, chosen, "offer {offer:?}");
+            peer.saw_all(&reply);
+            bench.deliver(peer.data(&rtr(chosen)));
+            assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"], "offer {offer:?}");
+        }
+    }
+
+    #[test]
+    fn v1_request_gets_a_v1_reply_and_established_at_once() {
+        let mut bench = Bench::default();
+        let (_peer, request) = passive_until_request(&mut bench, &request_v1(b"v1"));
+        assert_eq!((request.ird, request.ord), (IRD_ORD_NO_NEGOTIATION, IRD_ORD_NO_NEGOTIATION));
+        accept(&mut bench, request.conn, b"yes");
+        let reply = bench.sent();
+        let frame = parse_mpa(&reply[0].payload);
+        assert_eq!((frame.revision, frame.v2, frame.private_data), (1, None, &b"yes"[..]));
+        assert!(!bench.hal.flow_writes.last().unwrap().rtr_expected);
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+    }
+
+    #[test]
+    fn v2_without_peer_to_peer_needs_no_rtr() {
+        let mut bench = Bench::default();
+        let (_peer, request) = passive_until_request(&mut bench, &request_v2(RtrTypes::NONE, 4, 4, b""));
+        accept(&mut bench, request.conn, b"");
+        let frame_bytes = bench.sent()[0].payload.clone();
+        let block = parse_mpa(&frame_bytes).v2.unwrap();
+        assert!(!block.peer_to_peer);
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+    }
+
+    #[test]
+    fn reject_sends_r_with_private_data_then_closes_quietly() {
+        let mut bench = Bench::default();
+        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+        bench.command(Command::Reject { conn: request.conn, private_data: b"go away" });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["FIN"], "reply and FIN in one segment");
+        let frame = parse_mpa(&segs[0].payload);
+        assert_eq!((frame.kind, frame.private_data), (FrameKind::Reject, &b"go away"[..]));
+        peer.saw_all(&segs);
+        // The handle is dead to the host.
+        assert_eq!(bench.fw.state(request.conn), None);
+        bench.deliver(peer.fin());
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        bench.advance(60_001);
+        assert!(bench.out().is_empty(), "no event after reject (rule 3)");
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.counters().mpa_rejects_sent, 1);
+    }
+
+    #[test]
+    fn bytes_before_the_reply_close_with_close_event() {
+        let mut bench = Bench::default();
+        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+        bench.deliver(peer.data(b"extra"));
+        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("Close({})", -ECONNRESET)]);
+        assert_eq!(event(&out[0]).conn, request.conn);
+        assert_eq!(bench.fw.counters().mpa_extra_bytes, 1);
+        assert_eq!(bench.fw.connections(), 0);
+        // Accept on the dead connection: it died underneath.
+        accept(&mut bench, request.conn, b"");
+        assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ECONNRESET)]);
+    }
+
+    #[test]
+    fn rst_raises_close() {
+        let mut bench = Bench::default();
+        let (peer, _) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+        bench.deliver(peer.rst());
+        assert!(bench.sent().is_empty(), "no RST answers a RST");
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+}
+
+mod await_rtr {
+    use super::*;
+
+    fn until_reply(bench: &mut Bench) -> (Peer, u32, u32) {
+        let (mut peer, request) = passive_until_request(bench, &request_v2(OFFER, 16, 16, b""));
+        let tag = accept(bench, request.conn, b"");
+        let reply = bench.sent();
+        peer.saw_all(&reply);
+        (peer, request.conn, tag)
+    }
+
+    #[test]
+    fn a_lost_reply_is_sent_again() {
+        let mut bench = Bench::default();
+        let (peer, _, _) = until_reply(&mut bench);
+        bench.advance(999);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        let again = bench.sent();
+        assert_eq!(kinds(&again), ["DATA"]);
+        assert_eq!(again[0].seq.wrapping_add(again[0].len()), peer.rcv_nxt);
+        assert_eq!(bench.fw.counters().retransmissions, 1);
+    }
+
+    #[test]
+    fn an_rtr_with_a_bad_crc_fails_the_accept_with_terminate() {
+        let mut bench = Bench::default();
+        let (mut peer, _, tag) = until_reply(&mut bench);
+        let mut bad = rtr(RtrTypes::READ);
+        bad[5] ^= 1;
+        bench.deliver(peer.data(&bad));
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA", "RST"]);
+        assert_eq!(terminate_code(&segs[0].payload), 0x02);
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)], "no event after a failed accept");
+        assert_eq!(done(&out[0]).tag, tag);
+        assert!(bench.hal.flows.is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn an_rtr_of_another_type_is_terminated_0x07() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = until_reply(&mut bench);
+        bench.deliver(peer.data(&rtr(RtrTypes::WRITE)));
+        let segs = bench.sent();
+        assert_eq!(terminate_code(&segs[0].payload), 0x07);
+        assert_eq!(bench.fw.counters().rtr_mismatch, 1);
+    }
+
+    #[test]
+    fn an_rtr_in_pieces_is_collected() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = until_reply(&mut bench);
+        let whole = rtr(RtrTypes::READ);
+        for piece in whole.chunks(7) {
+            bench.deliver(peer.data(piece));
+        }
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+    }
+
+    #[test]
+    fn no_rtr_in_time_fails_the_accept() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = until_reply(&mut bench);
+        // The peer acknowledges the reply but never sends the RTR.
+        bench.deliver(peer.ack());
+        bench.advance(10_000);
+        assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ETIMEDOUT)]);
+        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn rst_fails_the_accept() {
+        let mut bench = Bench::default();
+        let (peer, _, tag) = until_reply(&mut bench);
+        bench.deliver(peer.rst());
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)]);
+        assert_eq!(done(&out[0]).tag, tag);
+        assert!(bench.hal.flows.is_empty(), "the flow is taken back");
+    }
+}
+
+mod syn_received {
+    use super::*;
+
+    #[test]
+    fn a_lost_syn_ack_is_sent_again_with_backoff_then_given_up() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        let first = bench.sent();
+        let mut at = Vec::new();
+        for _ in 0..200_000 {
+            bench.advance(1);
+            for s in bench.sent() {
+                assert_eq!((s.kind(), s.seq), ("SYN-ACK", first[0].seq));
+                at.push(bench.now_ms);
+            }
+            if bench.fw.connections() == 0 {
+                break;
+            }
+        }
+        // 1 s, then doubling: five retransmissions, then the half-open entry goes.
+        let gaps: Vec<i64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps, [2000, 4000, 8000, 16000]);
+        assert_eq!(at.len(), 5);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.out().is_empty());
+    }
+
+    #[test]
+    fn a_repeated_syn_gets_the_syn_ack_again() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        let syn = peer.syn();
+        bench.deliver(syn.clone());
+        let first = bench.sent();
+        bench.deliver(syn);
+        assert_eq!(bench.sent(), first);
+        assert_eq!(bench.fw.connections(), 1);
+    }
+
+    #[test]
+    fn rst_drops_the_half_open_connection_quietly() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.rst());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn syn_without_listener_is_refused_with_rst() {
+        let mut bench = Bench::default();
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        let rst = bench.sent();
+        assert_eq!(kinds(&rst), ["RST"]);
+        assert_eq!(rst[0].ack, Some(6));
+        assert_eq!(bench.fw.counters().segments_unmatched, 1);
+    }
+}
+
+mod await_request {
+    use super::*;
+
+    fn handshake(bench: &mut Bench) -> Peer {
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        assert!(bench.sent().is_empty());
+        peer
+    }
+
+    #[test]
+    fn a_request_one_byte_at_a_time() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        for b in request_v2(OFFER, 16, 16, b"slow") {
+            bench.deliver(peer.data(&[b]));
+        }
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
+        assert_eq!(event(&out[0]).private_data, b"slow");
+    }
+
+    #[test]
+    fn a_retransmitted_request_piece_is_taken_once() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        let request = request_v2(OFFER, 16, 16, b"");
+        let seq = peer.snd_nxt;
+        bench.deliver(peer.data(&request[..10]));
+        bench.deliver(peer.again(iwnic_proto::smoltcp_wire::TcpControl::Psh, seq, &request[..10]));
+        bench.deliver(peer.data(&request[10..]));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
+    #[test]
+    fn out_of_order_bytes_get_a_duplicate_ack() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        let request = request_v2(OFFER, 16, 16, b"");
+        let expected = peer.snd_nxt;
+        peer.snd_nxt += 4;
+        bench.deliver(peer.data(&request[4..]));
+        let dup = bench.sent();
+        assert_eq!((dup[0].kind(), dup[0].ack), ("ACK", Some(expected)));
+        assert_eq!(bench.fw.counters().segments_out_of_order, 1);
+        assert!(bench.out().is_empty());
+    }
+
+    #[test]
+    fn no_request_within_5_s_closes() {
+        let mut bench = Bench::default();
+        handshake(&mut bench);
+        bench.advance(4_999);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+    }
+
+    #[test]
+    fn rst_drops_quietly() {
+        let mut bench = Bench::default();
+        let peer = handshake(&mut bench);
+        bench.deliver(peer.rst());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+}
+
+#[test]
+fn connect_request_event_describes_the_connection() {
+    let mut bench = Bench::default();
+    let (_, ev) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b"x"));
+    assert_eq!(ev.kind, EventKind::ConnectRequest);
+    assert_eq!(ev.local, iwnic_proto::host::Endpoint::v4(NIC_IP, PORT));
+    assert_eq!(ev.remote, iwnic_proto::host::Endpoint::v4(PEER_IP, 40000));
+    assert_eq!(ev.seq, 1);
+}
