@@ -467,8 +467,8 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             self.counters.early_data_dropped += 1;
         }
         self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
-        // FPDU mode from the byte after the RTR.
-        self.take_back_flow(hal, i);
+        // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
+        // the flow came here, so our sequence numbers are the current ones.
         self.install_flow(hal, i, false);
         self.send_ack(hal, i);
         self.conns[i].state = State::Established;
