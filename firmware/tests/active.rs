@@ -1,0 +1,303 @@
+//! Active opens, per state: SYN_SENT, AWAIT_REPLY, AWAIT_RTR_ACK.
+
+mod common;
+
+use common::*;
+use iwnic_firmware::State;
+use iwnic_proto::ddp::{MessageRepr, Opcode};
+use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ETIMEDOUT};
+use iwnic_proto::fpdu::FpduRepr;
+use iwnic_proto::host::{Command, EventKind};
+use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block};
+
+fn block(rtr: RtrTypes, ird: u16, ord: u16) -> Option<V2Block> {
+    Some(V2Block { peer_to_peer: rtr.count() > 0, rtr, ird, ord })
+}
+
+mod syn_sent {
+    use super::*;
+
+    #[test]
+    fn rst_to_our_syn_is_connection_refused() {
+        let mut bench = Bench::default();
+        bench.command(Command::Connect {
+            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
+            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
+            ird: 4,
+            ord: 4,
+            qpn: 1,
+            mpa_v1: false,
+            private_data: b"",
+        });
+        let conn = done(&bench.out()[0]).handle;
+        let syn = bench.sent();
+        let mut peer = Peer::new(PORT, syn[0].src_port, 0);
+        peer.saw_all(&syn);
+        // RST,ACK acknowledging the SYN, as a host with no listener answers.
+        let refuse = peer.again(iwnic_proto::smoltcp_wire::TcpControl::Rst, 0, &[]);
+        bench.deliver(refuse);
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
+        assert_eq!(event(&out[0]).conn, conn);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn syn_retransmissions_run_out_with_etimedout() {
+        let mut bench = Bench::default();
+        let (tag, _) = connect(&mut bench, false, b"");
+        let mut syns = bench.sent().len();
+        for _ in 0..70 {
+            bench.advance(1_000);
+            syns += kinds(&bench.sent()).iter().filter(|k| **k == "SYN").count();
+        }
+        assert_eq!(syns, 6, "the SYN and five retransmissions");
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("ConnectReply({})", -ETIMEDOUT)]);
+        assert_ne!(tag, 0);
+        assert_eq!(bench.fw.counters().connect_timeouts, 1);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn disconnect_gives_up_with_one_connect_reply() {
+        let mut bench = Bench::default();
+        let (_, conn) = connect(&mut bench, false, b"");
+        bench.sent();
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)".to_string(), format!("ConnectReply({})", -ECONNRESET)]);
+        bench.advance(100_000);
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    fn connect(bench: &mut Bench, mpa_v1: bool, private_data: &[u8]) -> (u32, u32) {
+        let tag = bench.command(Command::Connect {
+            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
+            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
+            ird: 4,
+            ord: 4,
+            qpn: 1,
+            mpa_v1,
+            private_data,
+        });
+        let out = bench.out();
+        (tag, done(&out[0]).handle)
+    }
+}
+
+mod await_reply {
+    use super::*;
+
+    #[test]
+    fn the_request_is_revision_2_peer_to_peer_offering_write_and_read() {
+        let mut bench = Bench::default();
+        let (_, _, request) = active_until_request(&mut bench, false, b"hello");
+        let frame = parse_mpa(&request);
+        assert_eq!((frame.kind, frame.revision, frame.crc, frame.markers), (FrameKind::Request, 2, true, false));
+        assert_eq!(frame.v2, block(RtrTypes { send: false, write: true, read: true }, 16, 16));
+        assert_eq!(frame.private_data, b"hello");
+    }
+
+    #[test]
+    fn each_rtr_type_the_responder_picks_is_sent() {
+        for (chosen, opcode) in [(RtrTypes::READ, Opcode::ReadRequest), (RtrTypes::WRITE, Opcode::Write)] {
+            let mut bench = Bench::default();
+            let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
+            bench.deliver(peer.data(&reply(FrameKind::Accept, block(chosen, 8, 16), b"welcome")));
+            let segs = bench.sent();
+            assert_eq!(kinds(&segs), ["DATA"], "the RTR acknowledges the reply");
+            let ulpdu = FpduRepr::parse(&segs[0].payload).unwrap().ulpdu.to_vec();
+            let message = MessageRepr::parse(&ulpdu).unwrap();
+            assert_eq!((message.header.opcode, message.rtr_type()), (opcode, Some(chosen)));
+            assert!(bench.out().is_empty(), "CONNECT_REPLY waits for the RTR's ACK");
+            assert_eq!(bench.fw.state(conn), Some(State::AwaitRtrAck));
+            assert!(bench.hal.flows.is_empty());
+            peer.saw_all(&segs);
+            bench.deliver(peer.ack());
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+            let ev = event(&out[0]);
+            assert_eq!(ev.private_data, b"welcome");
+            // Our ORD is relaxed to the responder's IRD (8); our IRD stays 16.
+            assert_eq!((ev.ird, ev.ord), (16, 8));
+            let flow = bench.hal.flows.values().next().copied().unwrap();
+            assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+            assert!(!flow.rtr_expected);
+        }
+    }
+
+    #[test]
+    fn revision_1_connects_without_rtr() {
+        let mut bench = Bench::default();
+        let (mut peer, _, request) = active_until_request(&mut bench, true, b"v1");
+        let frame = parse_mpa(&request);
+        assert_eq!((frame.revision, frame.v2), (1, None));
+        bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        assert_eq!(bench.hal.flows.len(), 1);
+    }
+
+    #[test]
+    fn a_revision_1_answer_to_our_revision_2_request_is_taken() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+    }
+
+    #[test]
+    fn a_reply_in_pieces() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let whole = reply(FrameKind::Accept, block(RtrTypes::WRITE, 16, 16), b"pieces");
+        for piece in whole.chunks(3) {
+            bench.deliver(peer.data(piece));
+        }
+        let segs = bench.sent();
+        assert_eq!(*kinds(&segs).last().unwrap(), "DATA", "the RTR after the last piece");
+    }
+
+    #[test]
+    fn a_reject_is_connection_refused_with_its_private_data() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Reject, block(RtrTypes::NONE, 16, 16), b"no thanks")));
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
+        assert_eq!(event(&out[0]).private_data, b"no thanks");
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["FIN"]);
+        peer.saw_all(&segs);
+        bench.deliver(peer.fin());
+        bench.advance(61_000);
+        assert!(bench.out().is_empty(), "exactly one CONNECT_REPLY");
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn an_rtr_type_not_offered_is_terminated_0x07() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::SEND, 16, 16), b"")));
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA", "RST"]);
+        assert_eq!(terminate_code(&segs[0].payload), 0x07);
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+    }
+
+    #[test]
+    fn an_ord_above_our_ird_is_terminated_0x06() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::READ, 16, 32), b"")));
+        let segs = bench.sent();
+        assert_eq!(terminate_code(&segs[0].payload), 0x06);
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+        assert_eq!(bench.fw.counters().ird_shortfall, 1);
+    }
+
+    #[test]
+    fn no_reply_within_10_s_is_etimedout_and_rst() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.ack());
+        bench.advance(9_999);
+        assert!(bench.out().is_empty());
+        bench.advance(1);
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ETIMEDOUT)]);
+        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        assert_eq!(bench.fw.counters().mpa_reply_timeouts, 1);
+    }
+
+    #[test]
+    fn a_lost_request_is_sent_again() {
+        let mut bench = Bench::default();
+        let (_, _, request) = active_until_request(&mut bench, false, b"again");
+        bench.advance(1_000);
+        let again = bench.sent();
+        assert_eq!(kinds(&again), ["DATA"]);
+        assert_eq!(again[0].payload, request);
+    }
+
+    #[test]
+    fn rst_is_connection_reset() {
+        let mut bench = Bench::default();
+        let (peer, _, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.rst());
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+}
+
+mod await_rtr_ack {
+    use super::*;
+
+    fn until_rtr(bench: &mut Bench) -> Peer {
+        let (mut peer, _, _) = active_until_request(bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::READ, 16, 16), b"")));
+        peer.saw_all(&bench.sent());
+        peer
+    }
+
+    #[test]
+    fn a_lost_rtr_is_sent_again() {
+        let mut bench = Bench::default();
+        until_rtr(&mut bench);
+        bench.advance(1_000);
+        let again = bench.sent();
+        assert_eq!(kinds(&again), ["DATA"]);
+        assert_eq!(MessageRepr::parse(FpduRepr::parse(&again[0].payload).unwrap().ulpdu).unwrap().rtr_type(), Some(RtrTypes::READ));
+    }
+
+    #[test]
+    fn data_carrying_the_ack_hands_off_and_is_left_to_the_peer_to_resend() {
+        let mut bench = Bench::default();
+        let mut peer = until_rtr(&mut bench);
+        bench.deliver(peer.data(&fpdu(&MessageRepr::send(b"early", 1))));
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        assert_eq!(bench.fw.counters().early_data_dropped, 1);
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_ne!(flow.rcv_nxt, peer.snd_nxt, "the early FPDU is not acknowledged");
+    }
+
+    #[test]
+    fn rst_is_connection_reset() {
+        let mut bench = Bench::default();
+        let peer = until_rtr(&mut bench);
+        bench.deliver(peer.rst());
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ECONNRESET)]);
+    }
+}
+
+#[test]
+fn connect_checks_its_arguments() {
+    let mut bench = Bench::default();
+    let remote = iwnic_proto::host::Endpoint::v4(PEER_IP, PORT);
+    let local = iwnic_proto::host::Endpoint::v4(NIC_IP, 0);
+    let too_long = [0u8; 509];
+    for (command, errno) in [
+        (Command::Connect { local, remote, ird: 65, ord: 1, qpn: 1, mpa_v1: false, private_data: b"" }, EINVAL),
+        (Command::Connect { local, remote, ird: 1, ord: 1, qpn: 1, mpa_v1: false, private_data: &too_long }, EINVAL),
+        (
+            Command::Connect {
+                local: iwnic_proto::host::Endpoint::v4([10, 9, 9, 9], 0),
+                remote,
+                ird: 1,
+                ord: 1,
+                qpn: 1,
+                mpa_v1: false,
+                private_data: b"",
+            },
+            iwnic_proto::errno::EADDRNOTAVAIL,
+        ),
+    ] {
+        bench.command(command);
+        assert_eq!(briefs(&bench.out()), [format!("DONE({})", -errno)]);
+    }
+    // 509 bytes fit revision 1, which has no v2 block.
+    bench.command(Command::Connect { local, remote, ird: 1, ord: 1, qpn: 1, mpa_v1: true, private_data: &too_long });
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    assert!(bench.out().iter().all(|o| !matches!(o, Out::Event(e) if e.kind == EventKind::ConnectReply)));
+}
