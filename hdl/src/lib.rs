@@ -4,4 +4,5 @@
 //! bits 7:0, one frame per packet.
 
 pub mod crc32c;
+pub mod mpa_tx;
 pub mod verilator;

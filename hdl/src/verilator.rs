@@ -28,6 +28,18 @@ pub const WAIVERS: &[(&str, &str)] = &[
          submodules are named top$path, which no file name can match",
     ),
     (
+        "WIDTH",
+        "RustHDL renders bit_cast::<64, N> as `x & 64'hFF..FF`, widening by context, and \
+         initialises a DFF of an enum with a 64-bit literal; both are well-defined Verilog. \
+         A width slip that changes behaviour shows up as a disagreement between RustHDL and \
+         Verilator, which every block test checks on every cycle",
+    ),
+    (
+        "UNUSEDPARAM",
+        "RustHDL declares a LogicState enum's values as localparams in every module that \
+         carries the enum, including the DFF holding it, which never compares against them",
+    ),
+    (
         "UNOPTFLAT",
         "RustHDL writes each module's logic as one always @(*) block, so a signal that goes \
          out to a combinational submodule (the CRC matrix) and comes back looks circular to \

@@ -56,7 +56,11 @@ pub fn verilated<B: Block>(name: &str, uut: &B) -> VerilatedModel {
     static BUILDING: OnceLock<Mutex<()>> = OnceLock::new();
     let verilog = generate_verilog(uut);
     let ports = iwnic_hdl::verilator::top_ports(uut);
-    let _one_build_at_a_time = BUILDING.get_or_init(Default::default).lock().unwrap();
+    // A test that failed while holding the lock poisons it; the next build is still sound.
+    let _one_build_at_a_time = BUILDING
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     VerilatedModel::build(name, &verilog, ports, &work_dir()).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -6,3 +6,4 @@ mod dut;
 mod stream;
 
 mod crc32c;
+mod mpa_tx;

@@ -41,6 +41,18 @@ pub fn beats(packet: &[u8], rng: &mut StdRng) -> Vec<Beat> {
         .collect()
 }
 
+/// The bytes of `beat` that `keep` selects.
+pub fn kept_bytes(beat: &Beat) -> Vec<u8> {
+    let count = beat.keep.trailing_ones() as usize;
+    assert_eq!(
+        beat.keep.count_ones() as usize,
+        count,
+        "keep {:#04x} is not contiguous",
+        beat.keep
+    );
+    beat.data.to_le_bytes()[..count].to_vec()
+}
+
 /// Offers queued items, idling at random between them.
 pub struct Source<T> {
     queue: VecDeque<T>,
