@@ -1,0 +1,278 @@
+//! Close and abort, per state: ESTABLISHED, FIN_WAIT_1/2, CLOSING, TIME_WAIT, LAST_ACK;
+//! sequence numbers taken back from the datapath; datapath reports.
+
+mod common;
+
+use common::*;
+use iwnic_firmware::{FlowEvent, FlowEventKind, State};
+use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
+use iwnic_proto::host::Command;
+use iwnic_proto::mpa::RtrTypes;
+
+/// A passive v2 peer-to-peer connection in FPDU mode; the datapath then carried
+/// `carried` bytes each way.
+fn established(bench: &mut Bench, carried: u32) -> (Peer, u32) {
+    let (mut peer, request) = passive_until_request(bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+    bench.command(Command::Accept { conn: request.conn, ird: 16, ord: 16, qpn: 1, private_data: b"" });
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.data(&rtr(RtrTypes::READ)));
+    peer.saw_all(&bench.sent());
+    assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+    // The datapath moves both directions on without the firmware.
+    let flow = bench.hal.flows.values_mut().next().unwrap();
+    flow.snd_nxt = flow.snd_nxt.wrapping_add(carried);
+    flow.snd_una = flow.snd_nxt;
+    flow.rcv_nxt = flow.rcv_nxt.wrapping_add(carried);
+    peer.snd_nxt = peer.snd_nxt.wrapping_add(carried);
+    peer.rcv_nxt = peer.rcv_nxt.wrapping_add(carried);
+    (peer, request.conn)
+}
+
+mod established {
+    use super::*;
+
+    #[test]
+    fn peer_fin_raises_disconnect_then_close_after_our_fin_is_acked() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 10_000);
+        bench.deliver(peer.fin());
+        let segs = bench.sent();
+        // Our FIN at the datapath's snd_nxt, acknowledging the peer's FIN.
+        assert_eq!(kinds(&segs), ["FIN"]);
+        assert_eq!((segs[0].seq, segs[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        assert!(bench.hal.flows.is_empty(), "the flow is taken back");
+        assert_eq!(briefs(&bench.out()), ["Disconnect(0)"]);
+        assert_eq!(bench.fw.state(conn), Some(State::LastAck));
+        peer.saw_all(&segs);
+        bench.deliver(peer.ack());
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["Close(0)"]);
+        assert_eq!(event(&out[0]).conn, conn);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn a_fin_beyond_what_the_datapath_received_waits() {
+        let mut bench = Bench::default();
+        let (mut peer, _) = established(&mut bench, 0);
+        peer.snd_nxt += 100; // data the datapath has not seen
+        bench.deliver(peer.fin());
+        assert!(bench.sent().is_empty());
+        assert!(bench.out().is_empty());
+    }
+
+    #[test]
+    fn host_disconnect_closes_gracefully_through_time_wait() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 5_000);
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        let fin = bench.sent();
+        assert_eq!((fin[0].kind(), fin[0].seq), ("FIN", peer.rcv_nxt));
+        peer.saw_all(&fin);
+        bench.deliver(peer.ack());
+        assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+        bench.deliver(peer.fin());
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+        // TIME_WAIT holds the entry (not the handle) and answers a repeated FIN.
+        assert_eq!(bench.fw.state(conn), None);
+        assert_eq!(bench.fw.connections(), 1);
+        let seq = peer.snd_nxt - 1;
+        bench.deliver(peer.again(iwnic_proto::smoltcp_wire::TcpControl::Fin, seq, &[]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        bench.advance(60_000);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.out().is_empty(), "CLOSE exactly once");
+    }
+
+    #[test]
+    fn simultaneous_close_goes_through_closing() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 0);
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.out();
+        let our_fin = bench.sent();
+        // The peer's FIN crosses ours: it does not acknowledge it.
+        bench.deliver(peer.fin());
+        assert_eq!(bench.fw.state(conn), Some(State::Closing));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        peer.saw_all(&our_fin);
+        bench.deliver(peer.ack());
+        assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+        bench.advance(60_000);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.out().is_empty());
+    }
+
+    #[test]
+    fn abrupt_disconnect_resets() {
+        let mut bench = Bench::default();
+        let (peer, conn) = established(&mut bench, 777);
+        bench.command(Command::Disconnect { conn, abrupt: true });
+        let rst = bench.sent();
+        assert_eq!((rst[0].kind(), rst[0].seq), ("RST", peer.rcv_nxt));
+        assert_eq!(briefs(&bench.out()), ["DONE(0)".to_string(), format!("Close({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn peer_rst_in_the_window_raises_close() {
+        let mut bench = Bench::default();
+        let (peer, _) = established(&mut bench, 3);
+        let mut stale = peer.clone();
+        stale.snd_nxt = stale.snd_nxt.wrapping_sub(100_000);
+        bench.deliver(stale.rst());
+        assert!(bench.out().is_empty(), "an RST outside the window is ignored");
+        bench.deliver(peer.rst());
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+    }
+
+    #[test]
+    fn a_crc_error_in_the_datapath_is_terminate_rst_close() {
+        for kind in [FlowEventKind::CrcError, FlowEventKind::LengthError] {
+            let mut bench = Bench::default();
+            let (peer, _) = established(&mut bench, 64);
+            let index = *bench.hal.flows.keys().next().unwrap();
+            bench.hal.flow_events.push_back(FlowEvent { index, kind });
+            bench.poll();
+            let segs = bench.sent();
+            assert_eq!(kinds(&segs), ["DATA", "RST"]);
+            assert_eq!(segs[0].seq, peer.rcv_nxt);
+            assert_eq!(terminate_code(&segs[0].payload), 0x02);
+            assert_eq!(segs[1].seq, segs[0].seq + segs[0].len());
+            assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+            assert!(bench.hal.flows.is_empty());
+        }
+    }
+}
+
+mod closing {
+    use super::*;
+
+    #[test]
+    fn a_lost_fin_is_sent_again_then_given_up() {
+        let mut bench = Bench::default();
+        let (_, conn) = established(&mut bench, 0);
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.out();
+        let fin = bench.sent();
+        let mut fins = 0;
+        for _ in 0..600 {
+            bench.advance(1_000);
+            for s in bench.sent() {
+                if s.kind() == "FIN" {
+                    assert_eq!(s.seq, fin[0].seq);
+                    fins += 1;
+                }
+            }
+        }
+        assert_eq!(fins, 8, "data_retries");
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn fin_wait_2_times_out() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 0);
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.out();
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.advance(60_000);
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn rst_in_last_ack_raises_close_reset() {
+        let mut bench = Bench::default();
+        let (mut peer, _) = established(&mut bench, 0);
+        bench.deliver(peer.fin());
+        bench.out();
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.rst());
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn data_after_our_fin_is_acknowledged_and_dropped() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 0);
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.out();
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.data(b"late FPDU"));
+        let ack = bench.sent();
+        assert_eq!((ack[0].kind(), ack[0].ack), ("ACK", Some(peer.snd_nxt)));
+        assert!(bench.out().is_empty());
+    }
+}
+
+mod release {
+    use super::*;
+
+    #[test]
+    fn release_in_every_state_silences_the_connection() {
+        // AWAIT_ACCEPT, AWAIT_RTR, ESTABLISHED, FIN_WAIT_1, LAST_ACK.
+        for stage in 0..5 {
+            let mut bench = Bench::default();
+            let (mut peer, request) = passive_until_request(&mut bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+            let conn = request.conn;
+            let mut accept_tag = None;
+            if stage >= 1 {
+                accept_tag = Some(bench.command(Command::Accept { conn, ird: 1, ord: 1, qpn: 1, private_data: b"" }));
+                peer.saw_all(&bench.sent());
+            }
+            if stage >= 2 {
+                bench.deliver(peer.data(&rtr(RtrTypes::READ)));
+                peer.saw_all(&bench.sent());
+                accept_tag = None;
+            }
+            if stage == 3 {
+                bench.command(Command::Disconnect { conn, abrupt: false });
+                peer.saw_all(&bench.sent());
+            }
+            if stage == 4 {
+                bench.deliver(peer.fin());
+                peer.saw_all(&bench.sent());
+            }
+            bench.out();
+            let tag = bench.command(Command::Release { conn });
+            let out = bench.out();
+            let mut want = Vec::new();
+            if let Some(t) = accept_tag {
+                want.push(format!("DONE({})", -ECONNRESET));
+                assert_eq!(done(&out[0]).tag, t);
+            }
+            want.push("DONE(0)".into());
+            assert_eq!(briefs(&out), want, "stage {stage}");
+            assert_eq!(done(out.last().unwrap()).tag, tag);
+            bench.deliver(peer.fin());
+            bench.deliver(peer.ack());
+            bench.advance(200_000);
+            assert!(bench.out().is_empty(), "stage {stage}: nothing after release");
+            assert_eq!(bench.fw.connections(), 0, "stage {stage}");
+            assert_eq!(bench.fw.buffers_in_use(), 0, "stage {stage}");
+            assert!(bench.hal.flows.is_empty(), "stage {stage}");
+        }
+    }
+
+    #[test]
+    fn commands_on_a_released_handle() {
+        let mut bench = Bench::default();
+        let (_, conn) = established(&mut bench, 0);
+        bench.command(Command::Release { conn });
+        bench.out();
+        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Accept { conn, ird: 1, ord: 1, qpn: 1, private_data: b"" });
+        bench.command(Command::Release { conn });
+        bench.command(Command::Release { conn: 0 });
+        assert_eq!(
+            briefs(&bench.out()),
+            ["DONE(0)".to_string(), format!("DONE({})", -ECONNRESET), "DONE(0)".into(), format!("DONE({})", -iwnic_proto::errno::EINVAL)]
+        );
+    }
+}
