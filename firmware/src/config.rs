@@ -34,7 +34,7 @@ pub struct Config {
     pub max_ird: u16,
     pub max_ord: u16,
     /// Half-open connections (SYN received, request not yet complete) per listener.
-    pub half_open_limit: u16,
+    pub half_open_limit: u32,
     /// Secret mixed into initial sequence numbers (RFC 6528).
     pub isn_secret: u32,
     /// First local port tried for active opens without one.

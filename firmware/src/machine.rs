@@ -185,7 +185,7 @@ pub(crate) struct Listener {
     /// CONNECT_REQUESTs raised and not yet accepted or rejected (rule 10).
     pub pending: u32,
     /// SYNs received whose MPA request is not complete.
-    pub half_open: u16,
+    pub half_open: u32,
     pub generation: u16,
 }
 

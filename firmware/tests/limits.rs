@@ -1,0 +1,206 @@
+//! Limits: table capacity (65,536 connections), a full table, half-open and listener
+//! limits, listener removal with requests pending (rule 10), host-queue backpressure.
+
+mod common;
+
+use common::*;
+use iwnic_firmware::{Firmware, CONNECTION_ENTRY_BYTES};
+use iwnic_proto::errno::{EADDRINUSE, EINVAL};
+use iwnic_proto::host::{Command, Endpoint};
+use iwnic_proto::mpa::RtrTypes;
+
+const OFFER: RtrTypes = RtrTypes { send: false, write: true, read: true };
+
+#[test]
+fn an_entry_is_at_most_128_bytes() {
+    assert!(CONNECTION_ENTRY_BYTES <= 128, "{CONNECTION_ENTRY_BYTES} bytes");
+}
+
+/// 65,536 connections, half open, from as many peers; one more finds the table full; all
+/// of them time out and leave the table empty.
+#[test]
+fn capacity_65536() {
+    const N: usize = 65_536;
+    type Big = Firmware<N, 64>;
+    // The table is built in place on a thread with room for it (debug builds construct
+    // on the stack before boxing).
+    let run = || {
+        let config = Config { half_open_limit: u32::MAX, ..config() };
+        let mut fw: Box<Big> = Box::new(Big::new(config));
+        let bytes = std::mem::size_of::<Big>();
+        println!("Firmware<65536, 64>: {bytes} bytes, {} per connection (entry {CONNECTION_ENTRY_BYTES})", bytes / N);
+        let mut hal = ScriptedHal { host_room: 64, ..ScriptedHal::default() };
+        let mut now = 0i64;
+        let poll = |fw: &mut Big, hal: &mut ScriptedHal, now: i64| fw.poll(hal, smoltcp::time::Instant::from_millis(now));
+        hal.commands.push_back({
+            let record = iwnic_proto::host::CommandRecord {
+                tag: 1,
+                command: Command::Listen { local: Endpoint::v4([0; 4], PORT), backlog: 0 },
+            };
+            let mut buf = vec![0u8; record.buffer_len()];
+            record.emit(&mut buf).unwrap();
+            buf
+        });
+        poll(&mut fw, &mut hal, now);
+        for n in 0..=N as u32 {
+            let mut peer = Peer::new(1024 + (n % 60_000) as u16, PORT, n);
+            let syn = peer.syn();
+            // Spread peers over addresses 10.1.x.y as well as ports.
+            let mut frame = syn;
+            let ip = [10, 1, (n / 60_000) as u8, 0];
+            frame[26..30].copy_from_slice(&ip);
+            fix_checksums(&mut frame);
+            hal.rx.push_back(frame);
+            if hal.rx.len() == 256 {
+                poll(&mut fw, &mut hal, now);
+                hal.tx.clear();
+            }
+        }
+        poll(&mut fw, &mut hal, now);
+        assert_eq!(fw.connections(), N);
+        assert_eq!(fw.counters().table_full, 1);
+        assert_eq!(fw.counters().frames_sent, N as u32, "one SYN-ACK each");
+        while fw.connections() > 0 && now < 120_000 {
+            now += 100;
+            poll(&mut fw, &mut hal, now);
+            hal.tx.clear();
+        }
+        assert_eq!(fw.connections(), 0, "every half-open connection timed out");
+    };
+    std::thread::Builder::new().stack_size(256 << 20).spawn(run).unwrap().join().unwrap();
+}
+
+use iwnic_firmware::Config;
+
+/// Recompute the IPv4 header and TCP checksums after editing addresses.
+fn fix_checksums(frame: &mut [u8]) {
+    use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Address, Ipv4Packet, TcpPacket};
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
+    ip.fill_checksum();
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let total = usize::from(ip.total_len());
+    let mut tcp = TcpPacket::new_unchecked(&mut frame[34..14 + total]);
+    tcp.fill_checksum(&IpAddress::Ipv4(Ipv4Address::from(src)), &IpAddress::Ipv4(dst));
+}
+
+#[test]
+fn a_full_table_drops_syns_and_refuses_connects() {
+    let mut bench = Bench::default();
+    bench.listen(PORT, 0);
+    for port in 0..64u16 {
+        bench.deliver(Peer::new(1000 + port, PORT, 1).syn());
+    }
+    assert_eq!(bench.fw.connections(), 64);
+    bench.sent();
+    bench.deliver(Peer::new(2000, PORT, 1).syn());
+    assert!(bench.sent().is_empty());
+    bench.command(Command::Connect {
+        local: Endpoint::v4(NIC_IP, 0),
+        remote: Endpoint::v4(PEER_IP, PORT),
+        ird: 1,
+        ord: 1,
+        qpn: 1,
+        mpa_v1: false,
+        private_data: b"",
+    });
+    assert_eq!(briefs(&bench.out()), [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]);
+    assert_eq!(bench.fw.counters().table_full, 2);
+}
+
+#[test]
+fn the_half_open_limit_drops_syns() {
+    let mut bench = Bench::with(Config { half_open_limit: 2, ..config() });
+    bench.listen(PORT, 0);
+    for port in 0..3u16 {
+        bench.deliver(Peer::new(1000 + port, PORT, 1).syn());
+    }
+    assert_eq!(kinds(&bench.sent()), ["SYN-ACK", "SYN-ACK"]);
+    assert_eq!(bench.fw.counters().syn_dropped_half_open, 1);
+}
+
+#[test]
+fn negotiation_buffers_run_out_gracefully() {
+    // Eight buffers: the ninth connection finishing its handshake is reset.
+    let mut bench = Bench::default();
+    bench.listen(PORT, 0);
+    for port in 0..9u16 {
+        let mut peer = Peer::new(1000 + port, PORT, 1);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+    }
+    assert_eq!(kinds(&bench.sent()), ["RST"]);
+    assert_eq!(bench.fw.counters().buffers_exhausted, 1);
+    assert_eq!(bench.fw.buffers_in_use(), 8);
+}
+
+#[test]
+fn listen_checks() {
+    let mut bench = Bench::default();
+    bench.listen(PORT, 1);
+    bench.command(Command::Listen { local: Endpoint::v4([0; 4], PORT), backlog: 1 });
+    bench.command(Command::Listen { local: Endpoint::v4([0; 4], 0), backlog: 1 });
+    bench.command(Command::Unlisten { listener: 12345 });
+    assert_eq!(
+        briefs(&bench.out()),
+        [format!("DONE({})", -EADDRINUSE), format!("DONE({})", -EINVAL), format!("DONE({})", -EINVAL)]
+    );
+    for port in 1..16 {
+        bench.listen(PORT + port, 1);
+    }
+    bench.command(Command::Listen { local: Endpoint::v4([0; 4], 9), backlog: 1 });
+    assert_eq!(briefs(&bench.out()), [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]);
+    assert_eq!(bench.fw.listener_count(), 16);
+}
+
+#[test]
+fn unlisten_drops_requests_not_raised_and_keeps_raised_ones() {
+    let mut bench = Bench::default();
+    let (mut raised_peer, raised) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+    // A second connection that has not sent its request yet.
+    let mut pending = Peer::new(40001, PORT, 9);
+    bench.deliver(pending.syn());
+    pending.saw_all(&bench.sent());
+    bench.deliver(pending.ack());
+    bench.command(Command::Unlisten { listener: raised.listener });
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let rst = bench.sent();
+    assert_eq!((kinds(&rst).as_slice(), rst[0].dst_port), (&["RST"][..], 40001));
+    assert_eq!(bench.fw.connections(), 1);
+    // New SYNs are refused; the raised request can still be accepted.
+    bench.deliver(Peer::new(40002, PORT, 1).syn());
+    assert_eq!(kinds(&bench.sent()), ["RST"]);
+    bench.command(Command::Accept { conn: raised.conn, ird: 1, ord: 1, qpn: 1, private_data: b"" });
+    raised_peer.saw_all(&bench.sent());
+    bench.deliver(raised_peer.data(&rtr(RtrTypes::READ)));
+    assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+}
+
+#[test]
+fn a_full_host_queue_defers_input_and_loses_nothing() {
+    let mut bench = Bench::default();
+    bench.listen(PORT, 0);
+    let mut peers: Vec<Peer> = (0..6u16).map(|p| Peer::new(2000 + p, PORT, 1)).collect();
+    for peer in &mut peers {
+        bench.deliver(peer.syn());
+        let synack = bench.sent();
+        peer.saw_all(&synack);
+        bench.deliver(peer.ack());
+    }
+    // Room for three records: requests beyond that wait in the RX queue.
+    bench.hal.host_room = 3;
+    for peer in &mut peers {
+        bench.hal.rx.push_back(peer.data(&request_v2(OFFER, 1, 1, b"")));
+    }
+    bench.poll();
+    assert_eq!(bench.hal.records.len(), 2, "input is taken only with room for two records");
+    assert_eq!(bench.hal.rx.len(), 4);
+    let mut events = bench.out();
+    while !bench.hal.rx.is_empty() {
+        bench.poll();
+        events.extend(bench.out());
+    }
+    assert_eq!(briefs(&events), vec!["ConnectRequest(0)"; 6]);
+    let seqs: Vec<u32> = events.iter().map(|e| event(e).seq).collect();
+    assert_eq!(seqs, (1..=6).collect::<Vec<_>>(), "numbered without gaps");
+}
