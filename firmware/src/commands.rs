@@ -193,7 +193,9 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         } else if self.by_tuple.contains_key(&tuple) {
             return Err(EADDRINUSE);
         }
-        let i = self.alloc(tuple, self.config.next_hop_mac).ok_or(ENOMEM)?;
+        let i = self
+            .alloc(tuple, self.config.next_hop_mac, State::SynSent)
+            .ok_or(ENOMEM)?;
         if self.take_buffer(i).is_none() {
             self.free(i);
             return Err(ENOBUFS);
@@ -206,7 +208,6 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         }
         let c = &mut self.conns[i];
         c.neg = neg;
-        c.state = State::SynSent;
         c.owed = Owed::ConnectReply;
         c.snd_una = iss;
         c.snd_nxt = iss.wrapping_add(1);

@@ -358,8 +358,13 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         }
     }
 
-    /// A fresh entry for `tuple`, or `None` when the table is full.
-    pub(crate) fn alloc(&mut self, tuple: FourTuple, remote_mac: [u8; 6]) -> Option<usize> {
+    /// A fresh entry for `tuple` in `state`, or `None` when the table is full.
+    pub(crate) fn alloc(
+        &mut self,
+        tuple: FourTuple,
+        remote_mac: [u8; 6],
+        state: State,
+    ) -> Option<usize> {
         if self.free_head == NIL {
             self.counters.table_full += 1;
             return None;
@@ -372,6 +377,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         self.free_head = self.conns[i].free_next;
         let generation = self.conns[i].generation;
         self.conns[i] = Conn {
+            state,
             generation,
             tuple,
             remote_mac,

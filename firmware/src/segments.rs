@@ -125,12 +125,11 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             self.counters.syn_dropped_half_open += 1;
             return;
         }
-        let Some(i) = self.alloc(tuple, f.src_mac.0) else {
+        let Some(i) = self.alloc(tuple, f.src_mac.0, State::SynReceived) else {
             return;
         };
         let iss = self.isn(&tuple);
         let c = &mut self.conns[i];
-        c.state = State::SynReceived;
         c.listener = l as u8;
         c.rcv_nxt = seq(f.tcp.seq_number).wrapping_add(1);
         c.snd_una = iss;

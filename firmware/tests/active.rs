@@ -11,7 +11,12 @@ use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block};
 
 fn block(rtr: RtrTypes, ird: u16, ord: u16) -> Option<V2Block> {
-    Some(V2Block { peer_to_peer: rtr.count() > 0, rtr, ird, ord })
+    Some(V2Block {
+        peer_to_peer: rtr.count() > 0,
+        rtr,
+        ird,
+        ord,
+    })
 }
 
 mod syn_sent {
@@ -64,8 +69,17 @@ mod syn_sent {
         let mut bench = Bench::default();
         let (_, conn) = connect(&mut bench, false, b"");
         bench.sent();
-        bench.command(Command::Disconnect { conn, abrupt: false });
-        assert_eq!(briefs(&bench.out()), ["DONE(0)".to_string(), format!("ConnectReply({})", -ECONNRESET)]);
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        assert_eq!(
+            briefs(&bench.out()),
+            [
+                "DONE(0)".to_string(),
+                format!("ConnectReply({})", -ECONNRESET)
+            ]
+        );
         bench.advance(100_000);
         assert!(bench.out().is_empty());
         assert_eq!(bench.fw.connections(), 0);
@@ -94,14 +108,31 @@ mod await_reply {
         let mut bench = Bench::default();
         let (_, _, request) = active_until_request(&mut bench, false, b"hello");
         let frame = parse_mpa(&request);
-        assert_eq!((frame.kind, frame.revision, frame.crc, frame.markers), (FrameKind::Request, 2, true, false));
-        assert_eq!(frame.v2, block(RtrTypes { send: false, write: true, read: true }, 16, 16));
+        assert_eq!(
+            (frame.kind, frame.revision, frame.crc, frame.markers),
+            (FrameKind::Request, 2, true, false)
+        );
+        assert_eq!(
+            frame.v2,
+            block(
+                RtrTypes {
+                    send: false,
+                    write: true,
+                    read: true
+                },
+                16,
+                16
+            )
+        );
         assert_eq!(frame.private_data, b"hello");
     }
 
     #[test]
     fn each_rtr_type_the_responder_picks_is_sent() {
-        for (chosen, opcode) in [(RtrTypes::READ, Opcode::ReadRequest), (RtrTypes::WRITE, Opcode::Write)] {
+        for (chosen, opcode) in [
+            (RtrTypes::READ, Opcode::ReadRequest),
+            (RtrTypes::WRITE, Opcode::Write),
+        ] {
             let mut bench = Bench::default();
             let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
             bench.deliver(peer.data(&reply(FrameKind::Accept, block(chosen, 8, 16), b"welcome")));
@@ -109,8 +140,14 @@ mod await_reply {
             assert_eq!(kinds(&segs), ["DATA"], "the RTR acknowledges the reply");
             let ulpdu = FpduRepr::parse(&segs[0].payload).unwrap().ulpdu.to_vec();
             let message = MessageRepr::parse(&ulpdu).unwrap();
-            assert_eq!((message.header.opcode, message.rtr_type()), (opcode, Some(chosen)));
-            assert!(bench.out().is_empty(), "CONNECT_REPLY waits for the RTR's ACK");
+            assert_eq!(
+                (message.header.opcode, message.rtr_type()),
+                (opcode, Some(chosen))
+            );
+            assert!(
+                bench.out().is_empty(),
+                "CONNECT_REPLY waits for the RTR's ACK"
+            );
             assert_eq!(bench.fw.state(conn), Some(State::AwaitRtrAck));
             assert!(bench.hal.flows.is_empty());
             peer.saw_all(&segs);
@@ -156,14 +193,22 @@ mod await_reply {
             bench.deliver(peer.data(piece));
         }
         let segs = bench.sent();
-        assert_eq!(*kinds(&segs).last().unwrap(), "DATA", "the RTR after the last piece");
+        assert_eq!(
+            *kinds(&segs).last().unwrap(),
+            "DATA",
+            "the RTR after the last piece"
+        );
     }
 
     #[test]
     fn a_reject_is_connection_refused_with_its_private_data() {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(FrameKind::Reject, block(RtrTypes::NONE, 16, 16), b"no thanks")));
+        bench.deliver(peer.data(&reply(
+            FrameKind::Reject,
+            block(RtrTypes::NONE, 16, 16),
+            b"no thanks",
+        )));
         let out = bench.out();
         assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
         assert_eq!(event(&out[0]).private_data, b"no thanks");
@@ -180,7 +225,11 @@ mod await_reply {
     fn an_rtr_type_not_offered_is_terminated_0x07() {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::SEND, 16, 16), b"")));
+        bench.deliver(peer.data(&reply(
+            FrameKind::Accept,
+            block(RtrTypes::SEND, 16, 16),
+            b"",
+        )));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
         assert_eq!(terminate_code(&segs[0].payload), 0x07);
@@ -191,7 +240,11 @@ mod await_reply {
     fn an_ord_above_our_ird_is_terminated_0x06() {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::READ, 16, 32), b"")));
+        bench.deliver(peer.data(&reply(
+            FrameKind::Accept,
+            block(RtrTypes::READ, 16, 32),
+            b"",
+        )));
         let segs = bench.sent();
         assert_eq!(terminate_code(&segs[0].payload), 0x06);
         assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
@@ -206,7 +259,10 @@ mod await_reply {
         bench.advance(9_999);
         assert!(bench.out().is_empty());
         bench.advance(1);
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ETIMEDOUT)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("ConnectReply({})", -ETIMEDOUT)]
+        );
         assert_eq!(kinds(&bench.sent()), ["RST"]);
         assert_eq!(bench.fw.counters().mpa_reply_timeouts, 1);
     }
@@ -226,7 +282,10 @@ mod await_reply {
         let mut bench = Bench::default();
         let (peer, _, _) = active_until_request(&mut bench, false, b"");
         bench.deliver(peer.rst());
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ECONNRESET)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("ConnectReply({})", -ECONNRESET)]
+        );
         assert_eq!(bench.fw.connections(), 0);
     }
 }
@@ -236,7 +295,11 @@ mod await_rtr_ack {
 
     fn until_rtr(bench: &mut Bench) -> Peer {
         let (mut peer, _, _) = active_until_request(bench, false, b"");
-        bench.deliver(peer.data(&reply(FrameKind::Accept, block(RtrTypes::READ, 16, 16), b"")));
+        bench.deliver(peer.data(&reply(
+            FrameKind::Accept,
+            block(RtrTypes::READ, 16, 16),
+            b"",
+        )));
         peer.saw_all(&bench.sent());
         peer
     }
@@ -248,7 +311,12 @@ mod await_rtr_ack {
         bench.advance(1_000);
         let again = bench.sent();
         assert_eq!(kinds(&again), ["DATA"]);
-        assert_eq!(MessageRepr::parse(FpduRepr::parse(&again[0].payload).unwrap().ulpdu).unwrap().rtr_type(), Some(RtrTypes::READ));
+        assert_eq!(
+            MessageRepr::parse(FpduRepr::parse(&again[0].payload).unwrap().ulpdu)
+                .unwrap()
+                .rtr_type(),
+            Some(RtrTypes::READ)
+        );
     }
 
     #[test]
@@ -259,7 +327,10 @@ mod await_rtr_ack {
         assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
         assert_eq!(bench.fw.counters().early_data_dropped, 1);
         let flow = bench.hal.flows.values().next().copied().unwrap();
-        assert_ne!(flow.rcv_nxt, peer.snd_nxt, "the early FPDU is not acknowledged");
+        assert_ne!(
+            flow.rcv_nxt, peer.snd_nxt,
+            "the early FPDU is not acknowledged"
+        );
     }
 
     #[test]
@@ -267,7 +338,10 @@ mod await_rtr_ack {
         let mut bench = Bench::default();
         let peer = until_rtr(&mut bench);
         bench.deliver(peer.rst());
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ECONNRESET)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("ConnectReply({})", -ECONNRESET)]
+        );
     }
 }
 
@@ -278,8 +352,30 @@ fn connect_checks_its_arguments() {
     let local = iwnic_proto::host::Endpoint::v4(NIC_IP, 0);
     let too_long = [0u8; 509];
     for (command, errno) in [
-        (Command::Connect { local, remote, ird: 65, ord: 1, qpn: 1, mpa_v1: false, private_data: b"" }, EINVAL),
-        (Command::Connect { local, remote, ird: 1, ord: 1, qpn: 1, mpa_v1: false, private_data: &too_long }, EINVAL),
+        (
+            Command::Connect {
+                local,
+                remote,
+                ird: 65,
+                ord: 1,
+                qpn: 1,
+                mpa_v1: false,
+                private_data: b"",
+            },
+            EINVAL,
+        ),
+        (
+            Command::Connect {
+                local,
+                remote,
+                ird: 1,
+                ord: 1,
+                qpn: 1,
+                mpa_v1: false,
+                private_data: &too_long,
+            },
+            EINVAL,
+        ),
         (
             Command::Connect {
                 local: iwnic_proto::host::Endpoint::v4([10, 9, 9, 9], 0),
@@ -297,7 +393,18 @@ fn connect_checks_its_arguments() {
         assert_eq!(briefs(&bench.out()), [format!("DONE({})", -errno)]);
     }
     // 509 bytes fit revision 1, which has no v2 block.
-    bench.command(Command::Connect { local, remote, ird: 1, ord: 1, qpn: 1, mpa_v1: true, private_data: &too_long });
+    bench.command(Command::Connect {
+        local,
+        remote,
+        ird: 1,
+        ord: 1,
+        qpn: 1,
+        mpa_v1: true,
+        private_data: &too_long,
+    });
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
-    assert!(bench.out().iter().all(|o| !matches!(o, Out::Event(e) if e.kind == EventKind::ConnectReply)));
+    assert!(bench
+        .out()
+        .iter()
+        .all(|o| !matches!(o, Out::Event(e) if e.kind == EventKind::ConnectReply)));
 }

@@ -8,7 +8,11 @@ use common::*;
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::{FrameKind, RtrTypes, REQUEST_KEY};
 
-const OFFER: RtrTypes = RtrTypes { send: false, write: true, read: true };
+const OFFER: RtrTypes = RtrTypes {
+    send: false,
+    write: true,
+    read: true,
+};
 
 /// Handshake with a listener, then `bytes` (and FIN if asked) as the request. Returns
 /// what the NIC sent in answer.
@@ -137,7 +141,13 @@ fn backlog_full_rejects_and_counts() {
     assert_eq!(bench.fw.counters().backlog_refused, 1);
     // Once the first is accepted, the backlog has room again.
     let conn = event(&raised[0].1[0]).conn;
-    bench.command(Command::Accept { conn, ird: 1, ord: 1, qpn: 1, private_data: b"" });
+    bench.command(Command::Accept {
+        conn,
+        ird: 1,
+        ord: 1,
+        qpn: 1,
+        private_data: b"",
+    });
     bench.out();
     bench.sent();
     let mut peer = Peer::new(40002, PORT, 5);
@@ -157,7 +167,10 @@ fn undecodable_commands_complete_with_einval() {
     bench.hal.commands.push_back(vec![1, 2, 3]);
     bench.poll();
     let out = bench.out();
-    assert_eq!(briefs(&out), [format!("DONE({})", -iwnic_proto::errno::EINVAL)]);
+    assert_eq!(
+        briefs(&out),
+        [format!("DONE({})", -iwnic_proto::errno::EINVAL)]
+    );
     assert_eq!(done(&out[0]).tag, 42);
     assert_eq!(bench.fw.counters().bad_commands, 2);
 }

@@ -12,8 +12,15 @@ use iwnic_proto::mpa::RtrTypes;
 /// A passive v2 peer-to-peer connection in FPDU mode; the datapath then carried
 /// `carried` bytes each way.
 fn established(bench: &mut Bench, carried: u32) -> (Peer, u32) {
-    let (mut peer, request) = passive_until_request(bench, &request_v2(RtrTypes::READ, 16, 16, b""));
-    bench.command(Command::Accept { conn: request.conn, ird: 16, ord: 16, qpn: 1, private_data: b"" });
+    let (mut peer, request) =
+        passive_until_request(bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+    bench.command(Command::Accept {
+        conn: request.conn,
+        ird: 16,
+        ord: 16,
+        qpn: 1,
+        private_data: b"",
+    });
     peer.saw_all(&bench.sent());
     bench.deliver(peer.data(&rtr(RtrTypes::READ)));
     peer.saw_all(&bench.sent());
@@ -39,7 +46,10 @@ mod established {
         let segs = bench.sent();
         // Our FIN at the datapath's snd_nxt, acknowledging the peer's FIN.
         assert_eq!(kinds(&segs), ["FIN"]);
-        assert_eq!((segs[0].seq, segs[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        assert_eq!(
+            (segs[0].seq, segs[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
         assert!(bench.hal.flows.is_empty(), "the flow is taken back");
         assert_eq!(briefs(&bench.out()), ["Disconnect(0)"]);
         assert_eq!(bench.fw.state(conn), Some(State::LastAck));
@@ -65,7 +75,10 @@ mod established {
     fn host_disconnect_closes_gracefully_through_time_wait() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 5_000);
-        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
         assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
         let fin = bench.sent();
         assert_eq!((fin[0].kind(), fin[0].seq), ("FIN", peer.rcv_nxt));
@@ -90,7 +103,10 @@ mod established {
     fn simultaneous_close_goes_through_closing() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
         bench.out();
         let our_fin = bench.sent();
         // The peer's FIN crosses ours: it does not acknowledge it.
@@ -112,7 +128,10 @@ mod established {
         bench.command(Command::Disconnect { conn, abrupt: true });
         let rst = bench.sent();
         assert_eq!((rst[0].kind(), rst[0].seq), ("RST", peer.rcv_nxt));
-        assert_eq!(briefs(&bench.out()), ["DONE(0)".to_string(), format!("Close({})", -ECONNRESET)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            ["DONE(0)".to_string(), format!("Close({})", -ECONNRESET)]
+        );
         assert_eq!(bench.fw.connections(), 0);
     }
 
@@ -123,7 +142,10 @@ mod established {
         let mut stale = peer.clone();
         stale.snd_nxt = stale.snd_nxt.wrapping_sub(100_000);
         bench.deliver(stale.rst());
-        assert!(bench.out().is_empty(), "an RST outside the window is ignored");
+        assert!(
+            bench.out().is_empty(),
+            "an RST outside the window is ignored"
+        );
         bench.deliver(peer.rst());
         assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
     }
@@ -154,7 +176,10 @@ mod closing {
     fn a_lost_fin_is_sent_again_then_given_up() {
         let mut bench = Bench::default();
         let (_, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
         bench.out();
         let fin = bench.sent();
         let mut fins = 0;
@@ -176,7 +201,10 @@ mod closing {
     fn fin_wait_2_times_out() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
         bench.out();
         peer.saw_all(&bench.sent());
         bench.deliver(peer.ack());
@@ -201,7 +229,10 @@ mod closing {
     fn data_after_our_fin_is_acknowledged_and_dropped() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect { conn, abrupt: false });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
         bench.out();
         peer.saw_all(&bench.sent());
         bench.deliver(peer.data(b"late FPDU"));
@@ -219,11 +250,18 @@ mod release {
         // AWAIT_ACCEPT, AWAIT_RTR, ESTABLISHED, FIN_WAIT_1, LAST_ACK.
         for stage in 0..5 {
             let mut bench = Bench::default();
-            let (mut peer, request) = passive_until_request(&mut bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+            let (mut peer, request) =
+                passive_until_request(&mut bench, &request_v2(RtrTypes::READ, 16, 16, b""));
             let conn = request.conn;
             let mut accept_tag = None;
             if stage >= 1 {
-                accept_tag = Some(bench.command(Command::Accept { conn, ird: 1, ord: 1, qpn: 1, private_data: b"" }));
+                accept_tag = Some(bench.command(Command::Accept {
+                    conn,
+                    ird: 1,
+                    ord: 1,
+                    qpn: 1,
+                    private_data: b"",
+                }));
                 peer.saw_all(&bench.sent());
             }
             if stage >= 2 {
@@ -232,7 +270,10 @@ mod release {
                 accept_tag = None;
             }
             if stage == 3 {
-                bench.command(Command::Disconnect { conn, abrupt: false });
+                bench.command(Command::Disconnect {
+                    conn,
+                    abrupt: false,
+                });
                 peer.saw_all(&bench.sent());
             }
             if stage == 4 {
@@ -253,7 +294,10 @@ mod release {
             bench.deliver(peer.fin());
             bench.deliver(peer.ack());
             bench.advance(200_000);
-            assert!(bench.out().is_empty(), "stage {stage}: nothing after release");
+            assert!(
+                bench.out().is_empty(),
+                "stage {stage}: nothing after release"
+            );
             assert_eq!(bench.fw.connections(), 0, "stage {stage}");
             assert_eq!(bench.fw.buffers_in_use(), 0, "stage {stage}");
             assert!(bench.hal.flows.is_empty(), "stage {stage}");
@@ -266,13 +310,27 @@ mod release {
         let (_, conn) = established(&mut bench, 0);
         bench.command(Command::Release { conn });
         bench.out();
-        bench.command(Command::Disconnect { conn, abrupt: false });
-        bench.command(Command::Accept { conn, ird: 1, ord: 1, qpn: 1, private_data: b"" });
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        bench.command(Command::Accept {
+            conn,
+            ird: 1,
+            ord: 1,
+            qpn: 1,
+            private_data: b"",
+        });
         bench.command(Command::Release { conn });
         bench.command(Command::Release { conn: 0 });
         assert_eq!(
             briefs(&bench.out()),
-            ["DONE(0)".to_string(), format!("DONE({})", -ECONNRESET), "DONE(0)".into(), format!("DONE({})", -iwnic_proto::errno::EINVAL)]
+            [
+                "DONE(0)".to_string(),
+                format!("DONE({})", -ECONNRESET),
+                "DONE(0)".into(),
+                format!("DONE({})", -iwnic_proto::errno::EINVAL)
+            ]
         );
     }
 }

@@ -9,11 +9,18 @@ use iwnic_proto::errno::{EADDRINUSE, EINVAL};
 use iwnic_proto::host::{Command, Endpoint};
 use iwnic_proto::mpa::RtrTypes;
 
-const OFFER: RtrTypes = RtrTypes { send: false, write: true, read: true };
+const OFFER: RtrTypes = RtrTypes {
+    send: false,
+    write: true,
+    read: true,
+};
 
 #[test]
 fn an_entry_is_at_most_128_bytes() {
-    assert!(CONNECTION_ENTRY_BYTES <= 128, "{CONNECTION_ENTRY_BYTES} bytes");
+    assert!(
+        CONNECTION_ENTRY_BYTES <= 128,
+        "{CONNECTION_ENTRY_BYTES} bytes"
+    );
 }
 
 /// 65,536 connections, half open, from as many peers; one more finds the table full; all
@@ -25,17 +32,28 @@ fn capacity_65536() {
     // The table is built in place on a thread with room for it (debug builds construct
     // on the stack before boxing).
     let run = || {
-        let config = Config { half_open_limit: u32::MAX, ..config() };
+        let config = Config {
+            half_open_limit: u32::MAX,
+            ..config()
+        };
         let mut fw: Box<Big> = Box::new(Big::new(config));
         let bytes = std::mem::size_of::<Big>();
         println!("Firmware<65536, 64>: {bytes} bytes, {} per connection (entry {CONNECTION_ENTRY_BYTES})", bytes / N);
-        let mut hal = ScriptedHal { host_room: 64, ..ScriptedHal::default() };
+        let mut hal = ScriptedHal {
+            host_room: 64,
+            ..ScriptedHal::default()
+        };
         let mut now = 0i64;
-        let poll = |fw: &mut Big, hal: &mut ScriptedHal, now: i64| fw.poll(hal, smoltcp::time::Instant::from_millis(now));
+        let poll = |fw: &mut Big, hal: &mut ScriptedHal, now: i64| {
+            fw.poll(hal, smoltcp::time::Instant::from_millis(now))
+        };
         hal.commands.push_back({
             let record = iwnic_proto::host::CommandRecord {
                 tag: 1,
-                command: Command::Listen { local: Endpoint::v4([0; 4], PORT), backlog: 0 },
+                command: Command::Listen {
+                    local: Endpoint::v4([0; 4], PORT),
+                    backlog: 0,
+                },
             };
             let mut buf = vec![0u8; record.buffer_len()];
             record.emit(&mut buf).unwrap();
@@ -67,7 +85,12 @@ fn capacity_65536() {
         }
         assert_eq!(fw.connections(), 0, "every half-open connection timed out");
     };
-    std::thread::Builder::new().stack_size(256 << 20).spawn(run).unwrap().join().unwrap();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 use iwnic_firmware::Config;
@@ -80,7 +103,10 @@ fn fix_checksums(frame: &mut [u8]) {
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
     let total = usize::from(ip.total_len());
     let mut tcp = TcpPacket::new_unchecked(&mut frame[34..14 + total]);
-    tcp.fill_checksum(&IpAddress::Ipv4(Ipv4Address::from(src)), &IpAddress::Ipv4(dst));
+    tcp.fill_checksum(
+        &IpAddress::Ipv4(Ipv4Address::from(src)),
+        &IpAddress::Ipv4(dst),
+    );
 }
 
 #[test]
@@ -103,13 +129,19 @@ fn a_full_table_drops_syns_and_refuses_connects() {
         mpa_v1: false,
         private_data: b"",
     });
-    assert_eq!(briefs(&bench.out()), [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]);
+    assert_eq!(
+        briefs(&bench.out()),
+        [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]
+    );
     assert_eq!(bench.fw.counters().table_full, 2);
 }
 
 #[test]
 fn the_half_open_limit_drops_syns() {
-    let mut bench = Bench::with(Config { half_open_limit: 2, ..config() });
+    let mut bench = Bench::with(Config {
+        half_open_limit: 2,
+        ..config()
+    });
     bench.listen(PORT, 0);
     for port in 0..3u16 {
         bench.deliver(Peer::new(1000 + port, PORT, 1).syn());
@@ -138,39 +170,67 @@ fn negotiation_buffers_run_out_gracefully() {
 fn listen_checks() {
     let mut bench = Bench::default();
     bench.listen(PORT, 1);
-    bench.command(Command::Listen { local: Endpoint::v4([0; 4], PORT), backlog: 1 });
-    bench.command(Command::Listen { local: Endpoint::v4([0; 4], 0), backlog: 1 });
+    bench.command(Command::Listen {
+        local: Endpoint::v4([0; 4], PORT),
+        backlog: 1,
+    });
+    bench.command(Command::Listen {
+        local: Endpoint::v4([0; 4], 0),
+        backlog: 1,
+    });
     bench.command(Command::Unlisten { listener: 12345 });
     assert_eq!(
         briefs(&bench.out()),
-        [format!("DONE({})", -EADDRINUSE), format!("DONE({})", -EINVAL), format!("DONE({})", -EINVAL)]
+        [
+            format!("DONE({})", -EADDRINUSE),
+            format!("DONE({})", -EINVAL),
+            format!("DONE({})", -EINVAL)
+        ]
     );
     for port in 1..16 {
         bench.listen(PORT + port, 1);
     }
-    bench.command(Command::Listen { local: Endpoint::v4([0; 4], 9), backlog: 1 });
-    assert_eq!(briefs(&bench.out()), [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]);
+    bench.command(Command::Listen {
+        local: Endpoint::v4([0; 4], 9),
+        backlog: 1,
+    });
+    assert_eq!(
+        briefs(&bench.out()),
+        [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]
+    );
     assert_eq!(bench.fw.listener_count(), 16);
 }
 
 #[test]
 fn unlisten_drops_requests_not_raised_and_keeps_raised_ones() {
     let mut bench = Bench::default();
-    let (mut raised_peer, raised) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+    let (mut raised_peer, raised) =
+        passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
     // A second connection that has not sent its request yet.
     let mut pending = Peer::new(40001, PORT, 9);
     bench.deliver(pending.syn());
     pending.saw_all(&bench.sent());
     bench.deliver(pending.ack());
-    bench.command(Command::Unlisten { listener: raised.listener });
+    bench.command(Command::Unlisten {
+        listener: raised.listener,
+    });
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
     let rst = bench.sent();
-    assert_eq!((kinds(&rst).as_slice(), rst[0].dst_port), (&["RST"][..], 40001));
+    assert_eq!(
+        (kinds(&rst).as_slice(), rst[0].dst_port),
+        (&["RST"][..], 40001)
+    );
     assert_eq!(bench.fw.connections(), 1);
     // New SYNs are refused; the raised request can still be accepted.
     bench.deliver(Peer::new(40002, PORT, 1).syn());
     assert_eq!(kinds(&bench.sent()), ["RST"]);
-    bench.command(Command::Accept { conn: raised.conn, ird: 1, ord: 1, qpn: 1, private_data: b"" });
+    bench.command(Command::Accept {
+        conn: raised.conn,
+        ird: 1,
+        ord: 1,
+        qpn: 1,
+        private_data: b"",
+    });
     raised_peer.saw_all(&bench.sent());
     bench.deliver(raised_peer.data(&rtr(RtrTypes::READ)));
     assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
@@ -190,10 +250,17 @@ fn a_full_host_queue_defers_input_and_loses_nothing() {
     // Room for three records: requests beyond that wait in the RX queue.
     bench.hal.host_room = 3;
     for peer in &mut peers {
-        bench.hal.rx.push_back(peer.data(&request_v2(OFFER, 1, 1, b"")));
+        bench
+            .hal
+            .rx
+            .push_back(peer.data(&request_v2(OFFER, 1, 1, b"")));
     }
     bench.poll();
-    assert_eq!(bench.hal.records.len(), 2, "input is taken only with room for two records");
+    assert_eq!(
+        bench.hal.records.len(),
+        2,
+        "input is taken only with room for two records"
+    );
     assert_eq!(bench.hal.rx.len(), 4);
     let mut events = bench.out();
     while !bench.hal.rx.is_empty() {

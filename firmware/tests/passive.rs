@@ -3,15 +3,25 @@
 mod common;
 
 use common::*;
+use iwnic_firmware::State;
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes, IRD_ORD_NO_NEGOTIATION};
-use iwnic_firmware::State;
 
-const OFFER: RtrTypes = RtrTypes { send: false, write: true, read: true };
+const OFFER: RtrTypes = RtrTypes {
+    send: false,
+    write: true,
+    read: true,
+};
 
 fn accept(bench: &mut Bench, conn: u32, private_data: &[u8]) -> u32 {
-    bench.command(Command::Accept { conn, ird: 8, ord: 8, qpn: 3, private_data })
+    bench.command(Command::Accept {
+        conn,
+        ird: 8,
+        ord: 8,
+        qpn: 3,
+        private_data,
+    })
 }
 
 mod await_accept {
@@ -20,8 +30,12 @@ mod await_accept {
     #[test]
     fn v2_peer_to_peer_accept_waits_for_the_rtr() {
         let mut bench = Bench::default();
-        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 12, b"hi"));
-        assert_eq!((request.ird, request.ord, request.private_data.as_slice()), (16, 12, &b"hi"[..]));
+        let (mut peer, request) =
+            passive_until_request(&mut bench, &request_v2(OFFER, 16, 12, b"hi"));
+        assert_eq!(
+            (request.ird, request.ord, request.private_data.as_slice()),
+            (16, 12, &b"hi"[..])
+        );
         assert_eq!(request.remote.port, 40000);
         let tag = accept(&mut bench, request.conn, b"ok");
         let reply = bench.sent();
@@ -32,12 +46,18 @@ mod await_accept {
         assert!(block.peer_to_peer);
         assert_eq!(block.rtr, RtrTypes::READ, "a zero-length Read is preferred");
         // Our ORD is relaxed to the initiator's IRD; our IRD is what the host asked.
-        assert_eq!((block.ird, block.ord, frame.private_data), (8, 8, &b"ok"[..]));
+        assert_eq!(
+            (block.ird, block.ord, frame.private_data),
+            (8, 8, &b"ok"[..])
+        );
         peer.saw_all(&reply);
         // The flow is handed over at the byte after the reply, steered to us until the RTR.
         let flow = bench.hal.flow_writes.last().copied().unwrap();
         assert!(flow.rtr_expected && flow.crc);
-        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (reply[0].seq + reply[0].len(), peer.snd_nxt));
+        assert_eq!(
+            (flow.snd_nxt, flow.rcv_nxt),
+            (reply[0].seq + reply[0].len(), peer.snd_nxt)
+        );
         assert_eq!(flow.tuple.remote_port, 40000);
         assert!(bench.out().is_empty(), "accept completes only with the RTR");
         assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
@@ -54,7 +74,11 @@ mod await_accept {
         assert_eq!(done(&out[0]).tag, tag);
         assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 8));
         assert_eq!(bench.fw.state(request.conn), Some(State::Established));
-        assert_eq!(bench.fw.buffers_in_use(), 0, "reply acknowledged by the RTR");
+        assert_eq!(
+            bench.fw.buffers_in_use(),
+            0,
+            "reply acknowledged by the RTR"
+        );
     }
 
     #[test]
@@ -63,16 +87,32 @@ mod await_accept {
             (RtrTypes::SEND, RtrTypes::SEND),
             (RtrTypes::WRITE, RtrTypes::WRITE),
             (RtrTypes::READ, RtrTypes::READ),
-            (RtrTypes { send: true, write: true, read: false }, RtrTypes::WRITE),
+            (
+                RtrTypes {
+                    send: true,
+                    write: true,
+                    read: false,
+                },
+                RtrTypes::WRITE,
+            ),
         ] {
             let mut bench = Bench::default();
-            let (mut peer, request) = passive_until_request(&mut bench, &request_v2(offer, 4, 4, b""));
+            let (mut peer, request) =
+                passive_until_request(&mut bench, &request_v2(offer, 4, 4, b""));
             accept(&mut bench, request.conn, b"");
             let reply = bench.sent();
-            assert_eq!(parse_mpa(&reply[0].payload).v2.unwrap().rtr, chosen, "offer {offer:?}");
+            assert_eq!(
+                parse_mpa(&reply[0].payload).v2.unwrap().rtr,
+                chosen,
+                "offer {offer:?}"
+            );
             peer.saw_all(&reply);
             bench.deliver(peer.data(&rtr(chosen)));
-            assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"], "offer {offer:?}");
+            assert_eq!(
+                briefs(&bench.out()),
+                ["DONE(0)", "Established(0)"],
+                "offer {offer:?}"
+            );
         }
     }
 
@@ -80,11 +120,17 @@ mod await_accept {
     fn v1_request_gets_a_v1_reply_and_established_at_once() {
         let mut bench = Bench::default();
         let (_peer, request) = passive_until_request(&mut bench, &request_v1(b"v1"));
-        assert_eq!((request.ird, request.ord), (IRD_ORD_NO_NEGOTIATION, IRD_ORD_NO_NEGOTIATION));
+        assert_eq!(
+            (request.ird, request.ord),
+            (IRD_ORD_NO_NEGOTIATION, IRD_ORD_NO_NEGOTIATION)
+        );
         accept(&mut bench, request.conn, b"yes");
         let reply = bench.sent();
         let frame = parse_mpa(&reply[0].payload);
-        assert_eq!((frame.revision, frame.v2, frame.private_data), (1, None, &b"yes"[..]));
+        assert_eq!(
+            (frame.revision, frame.v2, frame.private_data),
+            (1, None, &b"yes"[..])
+        );
         assert!(!bench.hal.flow_writes.last().unwrap().rtr_expected);
         assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
     }
@@ -92,7 +138,8 @@ mod await_accept {
     #[test]
     fn v2_without_peer_to_peer_needs_no_rtr() {
         let mut bench = Bench::default();
-        let (_peer, request) = passive_until_request(&mut bench, &request_v2(RtrTypes::NONE, 4, 4, b""));
+        let (_peer, request) =
+            passive_until_request(&mut bench, &request_v2(RtrTypes::NONE, 4, 4, b""));
         accept(&mut bench, request.conn, b"");
         let frame_bytes = bench.sent()[0].payload.clone();
         let block = parse_mpa(&frame_bytes).v2.unwrap();
@@ -103,13 +150,20 @@ mod await_accept {
     #[test]
     fn reject_sends_r_with_private_data_then_closes_quietly() {
         let mut bench = Bench::default();
-        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
-        bench.command(Command::Reject { conn: request.conn, private_data: b"go away" });
+        let (mut peer, request) =
+            passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+        bench.command(Command::Reject {
+            conn: request.conn,
+            private_data: b"go away",
+        });
         assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["FIN"], "reply and FIN in one segment");
         let frame = parse_mpa(&segs[0].payload);
-        assert_eq!((frame.kind, frame.private_data), (FrameKind::Reject, &b"go away"[..]));
+        assert_eq!(
+            (frame.kind, frame.private_data),
+            (FrameKind::Reject, &b"go away"[..])
+        );
         peer.saw_all(&segs);
         // The handle is dead to the host.
         assert_eq!(bench.fw.state(request.conn), None);
@@ -124,7 +178,8 @@ mod await_accept {
     #[test]
     fn bytes_before_the_reply_close_with_close_event() {
         let mut bench = Bench::default();
-        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
+        let (mut peer, request) =
+            passive_until_request(&mut bench, &request_v2(OFFER, 16, 16, b""));
         bench.deliver(peer.data(b"extra"));
         assert_eq!(kinds(&bench.sent()), ["RST"]);
         let out = bench.out();
@@ -183,7 +238,11 @@ mod await_rtr {
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
         assert_eq!(terminate_code(&segs[0].payload), 0x02);
         let out = bench.out();
-        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)], "no event after a failed accept");
+        assert_eq!(
+            briefs(&out),
+            [format!("DONE({})", -ECONNRESET)],
+            "no event after a failed accept"
+        );
         assert_eq!(done(&out[0]).tag, tag);
         assert!(bench.hal.flows.is_empty());
         assert_eq!(bench.fw.connections(), 0);
@@ -332,7 +391,11 @@ mod await_request {
         let request = request_v2(OFFER, 16, 16, b"");
         let seq = peer.snd_nxt;
         bench.deliver(peer.data(&request[..10]));
-        bench.deliver(peer.again(iwnic_proto::smoltcp_wire::TcpControl::Psh, seq, &request[..10]));
+        bench.deliver(peer.again(
+            iwnic_proto::smoltcp_wire::TcpControl::Psh,
+            seq,
+            &request[..10],
+        ));
         bench.deliver(peer.data(&request[10..]));
         assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
     }

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, VecDeque};
 use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
-use iwnic_proto::host::{Command, CommandRecord, Completion, Endpoint, EventKind, Record, MAX_RECORD_LEN};
+use iwnic_proto::host::{
+    Command, CommandRecord, Completion, Endpoint, EventKind, Record, MAX_RECORD_LEN,
+};
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
 use iwnic_proto::smoltcp_wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
@@ -22,7 +24,12 @@ pub const PORT: u16 = 4791;
 pub type Fw = Firmware<64, 8>;
 
 pub fn config() -> Config {
-    Config { mac: NIC_MAC, ip: NIC_IP, next_hop_mac: PEER_MAC, ..Config::default() }
+    Config {
+        mac: NIC_MAC,
+        ip: NIC_IP,
+        next_hop_mac: PEER_MAC,
+        ..Config::default()
+    }
 }
 
 /// The NIC around the firmware, as a script drives it.
@@ -61,7 +68,10 @@ impl Hal for ScriptedHal {
         self.host_room.saturating_sub(self.records.len())
     }
     fn push_record(&mut self, record: &[u8]) {
-        assert!(self.host_space() > 0, "the firmware pushed a record into a full host queue");
+        assert!(
+            self.host_space() > 0,
+            "the firmware pushed a record into a full host queue"
+        );
         self.records.push(record.to_vec());
     }
     fn write_flow(&mut self, flow: &FlowContext) {
@@ -100,7 +110,11 @@ pub struct Seg {
 impl Seg {
     pub fn decode(frame: &[u8]) -> Seg {
         let f = TcpFrameRepr::parse(frame).expect("the firmware sends valid TCP frames");
-        assert_eq!((f.src_mac.0, f.src_ip.octets()), (NIC_MAC, NIC_IP), "sent from the NIC's addresses");
+        assert_eq!(
+            (f.src_mac.0, f.src_ip.octets()),
+            (NIC_MAC, NIC_IP),
+            "sent from the NIC's addresses"
+        );
         Seg {
             src_port: f.tcp.src_port,
             dst_port: f.tcp.dst_port,
@@ -116,7 +130,8 @@ impl Seg {
 
     /// Sequence space the segment takes.
     pub fn len(&self) -> u32 {
-        self.payload.len() as u32 + u32::from(matches!(self.control, TcpControl::Syn | TcpControl::Fin))
+        self.payload.len() as u32
+            + u32::from(matches!(self.control, TcpControl::Syn | TcpControl::Fin))
     }
 
     /// `control` with the payload kind in a short form for matching: "SYN", "SYN-ACK",
@@ -202,14 +217,18 @@ impl Bench {
     pub fn with(config: Config) -> Bench {
         Bench {
             fw: Box::new(Fw::new(config)),
-            hal: ScriptedHal { host_room: 64, ..ScriptedHal::default() },
+            hal: ScriptedHal {
+                host_room: 64,
+                ..ScriptedHal::default()
+            },
             now_ms: 1_000,
             next_tag: 1,
         }
     }
 
     pub fn poll(&mut self) {
-        self.fw.poll(&mut self.hal, Instant::from_millis(self.now_ms));
+        self.fw
+            .poll(&mut self.hal, Instant::from_millis(self.now_ms));
     }
 
     /// Let `ms` pass, polling every millisecond as a soft core would.
@@ -245,11 +264,18 @@ impl Bench {
 
     /// Records pushed since the last call, decoded; checks event sequence numbers run on.
     pub fn out(&mut self) -> Vec<Out> {
-        self.hal.records.drain(..).map(|r| Out::decode(&r)).collect()
+        self.hal
+            .records
+            .drain(..)
+            .map(|r| Out::decode(&r))
+            .collect()
     }
 
     pub fn listen(&mut self, port: u16, backlog: u32) -> u32 {
-        let tag = self.command(Command::Listen { local: Endpoint::v4([0; 4], port), backlog });
+        let tag = self.command(Command::Listen {
+            local: Endpoint::v4([0; 4], port),
+            backlog,
+        });
         match self.out().as_slice() {
             [Out::Done(c)] if c.tag == tag && c.status == 0 => c.handle,
             other => panic!("listen: {other:?}"),
@@ -293,10 +319,23 @@ pub struct Peer {
 
 impl Peer {
     pub fn new(port: u16, nic_port: u16, iss: u32) -> Peer {
-        Peer { port, nic_port, snd_nxt: iss, rcv_nxt: 0, window_scale: Some(7) }
+        Peer {
+            port,
+            nic_port,
+            snd_nxt: iss,
+            rcv_nxt: 0,
+            window_scale: Some(7),
+        }
     }
 
-    fn frame(&self, control: TcpControl, seq: u32, ack: Option<u32>, payload: &[u8], syn: bool) -> Vec<u8> {
+    fn frame(
+        &self,
+        control: TcpControl,
+        seq: u32,
+        ack: Option<u32>,
+        payload: &[u8],
+        syn: bool,
+    ) -> Vec<u8> {
         let repr = TcpFrameRepr {
             src_mac: EthernetAddress(PEER_MAC),
             dst_mac: EthernetAddress(NIC_MAC),
@@ -328,14 +367,21 @@ impl Peer {
         let syn = control == TcpControl::Syn;
         let ack = (!syn || self.rcv_nxt != 0).then_some(self.rcv_nxt);
         let frame = self.frame(control, self.snd_nxt, ack, payload, syn);
-        let len = payload.len() as u32 + u32::from(matches!(control, TcpControl::Syn | TcpControl::Fin));
+        let len =
+            payload.len() as u32 + u32::from(matches!(control, TcpControl::Syn | TcpControl::Fin));
         self.snd_nxt = self.snd_nxt.wrapping_add(len);
         frame
     }
 
     /// The same segment again (a retransmission), without moving `snd_nxt`.
     pub fn again(&self, control: TcpControl, seq: u32, payload: &[u8]) -> Vec<u8> {
-        self.frame(control, seq, Some(self.rcv_nxt), payload, control == TcpControl::Syn)
+        self.frame(
+            control,
+            seq,
+            Some(self.rcv_nxt),
+            payload,
+            control == TcpControl::Syn,
+        )
     }
 
     pub fn syn(&mut self) -> Vec<u8> {
@@ -381,18 +427,37 @@ pub fn request_v2(rtr: RtrTypes, ird: u16, ord: u16, private_data: &[u8]) -> Vec
         markers: false,
         crc: true,
         revision: 2,
-        v2: Some(V2Block { peer_to_peer: rtr.count() > 0, rtr, ird, ord }),
+        v2: Some(V2Block {
+            peer_to_peer: rtr.count() > 0,
+            rtr,
+            ird,
+            ord,
+        }),
         private_data,
     })
 }
 
 pub fn request_v1(private_data: &[u8]) -> Vec<u8> {
-    mpa(&FrameRepr { kind: FrameKind::Request, markers: false, crc: true, revision: 1, v2: None, private_data })
+    mpa(&FrameRepr {
+        kind: FrameKind::Request,
+        markers: false,
+        crc: true,
+        revision: 1,
+        v2: None,
+        private_data,
+    })
 }
 
 pub fn reply(kind: FrameKind, v2: Option<V2Block>, private_data: &[u8]) -> Vec<u8> {
     let revision = if v2.is_some() { 2 } else { 1 };
-    mpa(&FrameRepr { kind, markers: false, crc: true, revision, v2, private_data })
+    mpa(&FrameRepr {
+        kind,
+        markers: false,
+        crc: true,
+        revision,
+        v2,
+        private_data,
+    })
 }
 
 pub fn parse_mpa(bytes: &[u8]) -> FrameRepr<'_> {
@@ -415,7 +480,10 @@ pub fn rtr(kind: RtrTypes) -> Vec<u8> {
 /// The LLP error code of a Terminate FPDU.
 pub fn terminate_code(payload: &[u8]) -> u8 {
     let fpdu = FpduRepr::parse(payload).expect("a whole FPDU with a good CRC");
-    match MessageRepr::parse(fpdu.ulpdu).expect("a DDP/RDMAP message").body {
+    match MessageRepr::parse(fpdu.ulpdu)
+        .expect("a DDP/RDMAP message")
+        .body
+    {
         Body::Terminate(t) => t.code,
         other => panic!("not a Terminate: {other:?}"),
     }
@@ -445,7 +513,11 @@ pub fn passive_until_request(bench: &mut Bench, request: &[u8]) -> (Peer, Ev) {
 
 /// Active open up to the request on the wire: connect, SYN, SYN-ACK, ACK + request.
 /// Returns the peer, the connection handle and the request bytes.
-pub fn active_until_request(bench: &mut Bench, mpa_v1: bool, private_data: &[u8]) -> (Peer, u32, Vec<u8>) {
+pub fn active_until_request(
+    bench: &mut Bench,
+    mpa_v1: bool,
+    private_data: &[u8],
+) -> (Peer, u32, Vec<u8>) {
     let tag = bench.command(Command::Connect {
         local: Endpoint::v4(NIC_IP, 0),
         remote: Endpoint::v4(PEER_IP, PORT),
