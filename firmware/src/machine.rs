@@ -139,6 +139,8 @@ impl Conn {
 /// Bytes of one connection-table entry. The 4-tuple index and the timer wheel add their
 /// own per-connection bytes: `size_of::<Firmware<N, B>>() / N` is the whole cost.
 pub const CONNECTION_ENTRY_BYTES: usize = core::mem::size_of::<Conn>();
+// The design target: an entry of at most 128 bytes.
+const _: () = assert!(CONNECTION_ENTRY_BYTES <= 128);
 
 /// Stream bytes of a connection in MPA negotiation: what it sent and has not seen
 /// acknowledged (`tx`, starting at sequence number `tx_seq`), and what it has received

@@ -15,14 +15,6 @@ const OFFER: RtrTypes = RtrTypes {
     read: true,
 };
 
-#[test]
-fn an_entry_is_at_most_128_bytes() {
-    assert!(
-        CONNECTION_ENTRY_BYTES <= 128,
-        "{CONNECTION_ENTRY_BYTES} bytes"
-    );
-}
-
 /// 65,536 connections, half open, from as many peers; one more finds the table full; all
 /// of them time out and leave the table empty.
 #[test]
@@ -97,16 +89,13 @@ use iwnic_firmware::Config;
 
 /// Recompute the IPv4 header and TCP checksums after editing addresses.
 fn fix_checksums(frame: &mut [u8]) {
-    use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Address, Ipv4Packet, TcpPacket};
+    use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpPacket};
     let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
     ip.fill_checksum();
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
     let total = usize::from(ip.total_len());
     let mut tcp = TcpPacket::new_unchecked(&mut frame[34..14 + total]);
-    tcp.fill_checksum(
-        &IpAddress::Ipv4(Ipv4Address::from(src)),
-        &IpAddress::Ipv4(dst),
-    );
+    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
 }
 
 #[test]
