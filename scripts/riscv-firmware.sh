@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds iwnic-firmware for riscv32imac-unknown-none-elf and runs its self-test
-# (firmware/examples/qemu_smoke.rs) under QEMU's riscv32 `virt` machine.
+# Builds iwnic-firmware for riscv32imac-unknown-none-elf and runs its self-tests and the
+# setup benchmark (firmware/qemu, package iwnic-firmware-qemu) under QEMU's riscv32 `virt`
+# machine, with `-icount shift=0` so `minstret` counts retired instructions exactly.
 # Exits non-zero if the build fails, QEMU fails or times out, or the output lacks
 # a line `N passed, 0 failed`.
 #
@@ -31,19 +32,19 @@ export RUSTC="$RISCV_RUSTC" RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_LINKER="$RISCV_LINKER"
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_RUSTFLAGS="-C link-arg=-T$ROOT/firmware/qemu/link.x"
 # shellcheck disable=SC2054 # the commas are cargo syntax, not array separators
-CARGO=(cargo build --release -p iwnic-firmware --target "$TARGET" --target-dir "$TARGET_DIR"
+CARGO=(cargo build --release --target "$TARGET" --target-dir "$TARGET_DIR"
     -Zbuild-std=core,compiler_builtins -Zbuild-std-features=compiler-builtins-mem)
 
 echo "riscv-firmware: building iwnic-firmware ($TARGET, $("$RUSTC" -V))"
-"${CARGO[@]}" --lib
-echo "riscv-firmware: building example qemu_smoke"
-"${CARGO[@]}" --example qemu_smoke
-ELF="$OUT/examples/qemu_smoke"
+"${CARGO[@]}" -p iwnic-firmware --lib
+echo "riscv-firmware: building iwnic-firmware-qemu"
+"${CARGO[@]}" -p iwnic-firmware-qemu
+ELF="$OUT/iwnic-firmware-qemu"
 
 # Code size. Debian's binutils (x86_64 build) read riscv objects as generic ELF, which is
 # all `size` and `nm` need, so no riscv toolchain is required for this.
 sections=$(size -A "$ELF" | awk '$1 ~ /^\.(text|rodata|data|bss)$/ { printf " %s %s", $1, $2 }')
-echo "riscv-firmware: examples/qemu_smoke sections (bytes):$sections"
+echo "riscv-firmware: iwnic-firmware-qemu sections (bytes):$sections"
 for crate in iwnic_firmware iwnic_proto; do
     # Before linking: the .text* sections of the object files in the crate's rlib.
     # shellcheck disable=SC2012 # newest build of the crate; names are plain
@@ -51,14 +52,14 @@ for crate in iwnic_firmware iwnic_proto; do
     unlinked=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
     # After linking (and gc-sections): the code symbols whose names mention the crate.
     linked=$(nm -S -C -t d "$ELF" | awk -v c="$crate::" '$3 ~ /^[tTwW]$/ && index($0, c) { t += $2 } END { print t + 0 }')
-    echo "riscv-firmware: $crate .text: $unlinked bytes in its rlib, $linked bytes linked into qemu_smoke"
+    echo "riscv-firmware: $crate .text: $unlinked bytes in its rlib, $linked bytes linked into iwnic-firmware-qemu"
 done
 
 echo "riscv-firmware: running $ELF under qemu-system-riscv32 (timeout ${QEMU_TIMEOUT:-60} s)"
 LOG="$TARGET_DIR/qemu_smoke.log"
 set +e
 timeout "${QEMU_TIMEOUT:-60}" qemu-system-riscv32 -machine virt -bios none -nographic \
-    -kernel "$ELF" </dev/null 2>&1 | tee "$LOG"
+    -icount shift=0 -kernel "$ELF" </dev/null 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e
 

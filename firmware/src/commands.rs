@@ -7,13 +7,13 @@ use smoltcp::wire::TcpControl;
 
 use crate::hal::{FourTuple, Hal};
 use crate::log::fw_warn;
-use crate::machine::{Firmware, Listener, Lookup, Owed, State, MAX_LISTENERS};
+use crate::machine::{Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS};
 use crate::negotiation;
 
 /// Backlog of a listen with backlog 0 (the kernel's iw_cm `default_backlog`).
 const DEFAULT_BACKLOG: u32 = 256;
 
-impl<const N: usize, const B: usize> Firmware<N, B> {
+impl<const N: usize, const B: usize> Machine<N, B> {
     pub(crate) fn on_command<H: Hal>(&mut self, hal: &mut H, bytes: &[u8]) {
         let record = match CommandRecord::parse(bytes) {
             Ok(record) => record,
@@ -211,7 +211,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         c.owed = Owed::ConnectReply;
         c.snd_una = iss;
         c.snd_nxt = iss.wrapping_add(1);
-        self.send(hal, i, TcpControl::Syn, iss, &[]);
+        self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
         self.arm(i, true, false);
         Ok(self.handle(i))
     }
@@ -245,21 +245,14 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     /// Send the stream bytes staged in the buffer (a reply): one segment, optionally
     /// with FIN, and the retransmission timer.
     pub(crate) fn send_staged<H: Hal>(&mut self, hal: &mut H, i: usize, fin: bool) {
-        let mut payload = [0u8; crate::machine::TX_CAPACITY];
-        let len = match self.buffer(i) {
-            Some(b) => {
-                payload[..b.tx().len()].copy_from_slice(b.tx());
-                b.tx().len()
-            }
-            None => 0,
-        };
+        let len = self.buffer(i).map_or(0, |b| b.tx().len());
         let seq = self.conns[i].snd_nxt;
         let control = if fin {
             TcpControl::Fin
         } else {
             TcpControl::Psh
         };
-        self.send(hal, i, control, seq, &payload[..len]);
+        self.send(hal, i, control, seq, Payload::Buffered { skip: 0 });
         let c = &mut self.conns[i];
         c.snd_nxt = seq.wrapping_add(len as u32 + u32::from(fin));
         self.reset_backoff(i);
@@ -315,7 +308,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             self.install_flow(hal, i, false);
             self.arm(i, true, false);
             self.complete(hal, tag, 0, handle);
-            self.established(hal, i, EventKind::Established, &[]);
+            self.established(hal, i, EventKind::Established, PrivateData::None);
         }
     }
 
@@ -325,7 +318,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         hal: &mut H,
         i: usize,
         kind: EventKind,
-        private_data: &[u8],
+        private_data: PrivateData,
     ) {
         self.counters.connections_established += 1;
         self.conns[i].owed = Owed::Close;
@@ -382,7 +375,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
                 self.complete(hal, tag, 0, handle);
                 self.take_back_flow(hal, i);
                 let seq = self.conns[i].snd_nxt;
-                self.send(hal, i, TcpControl::Fin, seq, &[]);
+                self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
                 self.conns[i].snd_nxt = seq.wrapping_add(1);
                 self.conns[i].state = State::FinWait1;
                 self.reset_backoff(i);

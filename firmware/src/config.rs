@@ -1,5 +1,6 @@
 //! Settings of one NIC's firmware: its addresses, TCP parameters, timers and limits.
 
+use iwnic_proto::net::Checksums;
 use smoltcp::time::Duration;
 
 /// Firmware settings. [`Config::default`] holds the values a board boots with.
@@ -10,6 +11,9 @@ pub struct Config {
     /// Where frames to peers go until a peer's own address is learned from its SYN or
     /// SYN-ACK (no ARP yet: a point-to-point link or a static next hop).
     pub next_hop_mac: [u8; 6],
+    /// Whether the datapath checks the checksums of frames on the firmware RX queue and
+    /// fills them in on the TX queue (the board), or the firmware does (host tests).
+    pub checksums: Checksums,
     /// Largest TCP payload we accept per segment (our MSS option).
     pub mss: u16,
     /// Receive window we advertise (unscaled) and our window scale shift.
@@ -47,6 +51,7 @@ impl Default for Config {
             mac: [0x02, 0x1A, 0x4E, 0x00, 0x00, 0x01],
             ip: [10, 0, 0, 1],
             next_hop_mac: [0xFF; 6],
+            checksums: Checksums::Software,
             mss: 1460,
             window: 65535,
             window_shift: 0,

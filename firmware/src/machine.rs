@@ -5,6 +5,7 @@
 use heapless::index_map::FnvIndexMap;
 use iwnic_proto::errno::ETIMEDOUT;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
+use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
 use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
 use smoltcp::time::Instant;
@@ -193,7 +194,19 @@ pub(crate) struct Listener {
 
 /// The connection state machine of one NIC: `N` connections (a power of two, for the
 /// 4-tuple index), `B` negotiation buffers (connections negotiating MPA at once).
+///
+/// It owns every byte it works in: the tables, and scratch buffers for one received
+/// frame, one host command, one transmitted frame and one record, so a poll clears no
+/// large buffers on the stack.
 pub struct Firmware<const N: usize, const B: usize> {
+    machine: Machine<N, B>,
+    frame: [u8; MAX_FRAME_LEN],
+    command: [u8; MAX_RECORD_LEN],
+}
+
+/// The tables and the logic; [`Firmware`] adds the receive buffers around it so a
+/// received frame can be read while the machine changes.
+pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) config: Config,
     pub(crate) conns: [Conn; N],
     pub(crate) by_tuple: FnvIndexMap<FourTuple, u32, N>,
@@ -212,6 +225,59 @@ pub struct Firmware<const N: usize, const B: usize> {
     published: Counters,
     started: bool,
     pub(crate) now_ms: u32,
+    /// Where frames and records are built before they go to the Hal.
+    pub(crate) tx_frame: [u8; MAX_FRAME_LEN],
+    pub(crate) record: [u8; MAX_RECORD_LEN],
+}
+
+/// Where the payload of a segment comes from.
+#[derive(Clone, Copy)]
+pub(crate) enum Payload<'p> {
+    Bytes(&'p [u8]),
+    /// The connection's buffered stream bytes, from `skip` on.
+    Buffered {
+        skip: usize,
+    },
+}
+
+impl Payload<'_> {
+    pub(crate) const NONE: Payload<'static> = Payload::Bytes(&[]);
+}
+
+/// Where an event's private data comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrivateData {
+    None,
+    /// The MPA frame collected in the connection's negotiation buffer.
+    OfReceivedFrame,
+}
+
+/// Build `tcp` as a frame of `tuple` in `scratch` and queue it.
+fn transmit<H: Hal>(
+    config: &Config,
+    scratch: &mut [u8; MAX_FRAME_LEN],
+    counters: &mut Counters,
+    hal: &mut H,
+    tuple: FourTuple,
+    remote_mac: [u8; 6],
+    tcp: TcpRepr,
+) {
+    if tcp.control == TcpControl::Rst {
+        counters.resets_sent += 1;
+    }
+    let frame = TcpFrameRepr {
+        src_mac: EthernetAddress(config.mac),
+        dst_mac: EthernetAddress(remote_mac),
+        src_ip: Ipv4Address::from(tuple.local_ip),
+        dst_ip: Ipv4Address::from(tuple.remote_ip),
+        ttl: DEFAULT_TTL,
+        tcp,
+    };
+    // Payloads are at most one MPA frame and an RTR, so every segment fits.
+    if let Ok(len) = frame.emit_with(scratch, config.checksums) {
+        hal.transmit_frame(&scratch[..len]);
+        counters.frames_sent += 1;
+    }
 }
 
 /// What a host handle names.
@@ -225,6 +291,84 @@ pub(crate) enum Lookup {
 impl<const N: usize, const B: usize> Firmware<N, B> {
     /// A firmware with empty tables. `const`, so a board can place it in a `static`.
     pub const fn new(config: Config) -> Self {
+        Firmware {
+            machine: Machine::new(config),
+            frame: [0; MAX_FRAME_LEN],
+            command: [0; MAX_RECORD_LEN],
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.machine.config
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.machine.counters
+    }
+
+    /// Connections in the table (any state but free).
+    pub fn connections(&self) -> usize {
+        self.machine.live
+    }
+
+    /// Listeners open.
+    pub fn listener_count(&self) -> usize {
+        self.machine.listeners.iter().flatten().count()
+    }
+
+    /// Negotiation buffers in use.
+    pub fn buffers_in_use(&self) -> usize {
+        B - self.machine.buffers_free
+    }
+
+    /// The state of the connection a host handle names, if it is alive.
+    pub fn state(&self, handle: u32) -> Option<State> {
+        match self.machine.lookup(handle) {
+            Lookup::Live(i) => Some(self.machine.conns[i].state),
+            _ => None,
+        }
+    }
+
+    /// Run everything that is due: host commands, datapath reports, received frames and
+    /// timers, in that order, as long as the host queue has room for what they produce.
+    /// The first poll starts the firmware's clock.
+    pub fn poll<H: Hal>(&mut self, hal: &mut H, now: Instant) {
+        let m = &mut self.machine;
+        m.set_time(now);
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(len) = hal.receive_command(&mut self.command) else {
+                break;
+            };
+            m.on_command(hal, &self.command[..len.min(MAX_RECORD_LEN)]);
+        }
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(report) = hal.receive_flow_event() else {
+                break;
+            };
+            m.on_flow_event(hal, report);
+        }
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(len) = hal.receive_frame(&mut self.frame) else {
+                break;
+            };
+            m.counters.frames_received += 1;
+            m.on_frame(hal, &self.frame[..len.min(MAX_FRAME_LEN)]);
+        }
+        while hal.host_space() >= RECORDS_PER_INPUT {
+            let Some(i) = m.timers.next_expired(m.now_ms) else {
+                break;
+            };
+            m.on_timer(hal, i);
+        }
+        if m.counters != m.published {
+            hal.publish_counters(&m.counters);
+            m.published = m.counters;
+        }
+    }
+}
+
+impl<const N: usize, const B: usize> Machine<N, B> {
+    const fn new(config: Config) -> Self {
         let mut conns = [Conn::FREE; N];
         let mut i = 0;
         while i < N {
@@ -241,7 +385,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             buffers[b].next_free = (b + 1) as u16;
             b += 1;
         }
-        Firmware {
+        Machine {
             config,
             conns,
             by_tuple: FnvIndexMap::new(),
@@ -260,80 +404,18 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             published: Counters::ZERO,
             started: false,
             now_ms: 0,
+            tx_frame: [0; MAX_FRAME_LEN],
+            record: [0; MAX_RECORD_LEN],
         }
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    pub fn counters(&self) -> &Counters {
-        &self.counters
-    }
-
-    /// Connections in the table (any state but free).
-    pub fn connections(&self) -> usize {
-        self.live
-    }
-
-    /// Listeners open.
-    pub fn listener_count(&self) -> usize {
-        self.listeners.iter().flatten().count()
-    }
-
-    /// Negotiation buffers in use.
-    pub fn buffers_in_use(&self) -> usize {
-        B - self.buffers_free
-    }
-
-    /// The state of the connection a host handle names, if it is alive.
-    pub fn state(&self, handle: u32) -> Option<State> {
-        match self.lookup(handle) {
-            Lookup::Live(i) => Some(self.conns[i].state),
-            _ => None,
-        }
-    }
-
-    /// Run everything that is due: host commands, datapath reports, received frames and
-    /// timers, in that order, as long as the host queue has room for what they produce.
-    pub fn poll<H: Hal>(&mut self, hal: &mut H, now: Instant) {
+    fn set_time(&mut self, now: Instant) {
         self.now_ms = now.total_millis() as u32;
         // RFC 6528: the ISN clock ticks every 4 µs.
         self.isn_clock = (now.total_micros() / 4) as u32;
         if !self.started {
             self.timers.start(self.now_ms);
             self.started = true;
-        }
-        let mut record = [0u8; MAX_RECORD_LEN];
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(len) = hal.receive_command(&mut record) else {
-                break;
-            };
-            self.on_command(hal, &record[..len.min(MAX_RECORD_LEN)]);
-        }
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(report) = hal.receive_flow_event() else {
-                break;
-            };
-            self.on_flow_event(hal, report);
-        }
-        let mut frame = [0u8; MAX_FRAME_LEN];
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(len) = hal.receive_frame(&mut frame) else {
-                break;
-            };
-            self.counters.frames_received += 1;
-            self.on_frame(hal, &frame[..len.min(MAX_FRAME_LEN)]);
-        }
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(i) = self.timers.next_expired(self.now_ms) else {
-                break;
-            };
-            self.on_timer(hal, i);
-        }
-        if self.counters != self.published {
-            hal.publish_counters(&self.counters);
-            self.published = self.counters;
         }
     }
 
@@ -542,91 +624,107 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         i: usize,
         control: TcpControl,
         seq: u32,
-        payload: &[u8],
+        payload: Payload,
     ) {
-        let c = &self.conns[i];
+        // Field by field, so the payload can come from a negotiation buffer while the
+        // frame is built in the transmit scratch.
+        let Machine {
+            conns,
+            buffers,
+            tx_frame,
+            counters,
+            config,
+            ..
+        } = self;
+        let c = &conns[i];
+        let payload: &[u8] = match payload {
+            Payload::Bytes(bytes) => bytes,
+            Payload::Buffered { skip } => buffers
+                .get(usize::from(c.buffer))
+                .and_then(|b| b.tx().get(skip..))
+                .unwrap_or(&[]),
+        };
         let syn = control == TcpControl::Syn;
         let ack = !(syn && c.state == State::SynSent);
-        let repr = TcpRepr {
+        let tcp = TcpRepr {
             src_port: c.tuple.local_port,
             dst_port: c.tuple.remote_port,
             control,
             seq_number: TcpSeqNumber(seq as i32),
             ack_number: ack.then_some(TcpSeqNumber(c.rcv_nxt as i32)),
-            window_len: self.config.window,
-            window_scale: syn.then_some(self.config.window_shift),
-            max_seg_size: syn.then_some(self.config.mss),
+            window_len: config.window,
+            window_scale: syn.then_some(config.window_shift),
+            max_seg_size: syn.then_some(config.mss),
             sack_permitted: false,
             sack_ranges: [None; 3],
             timestamp: None,
             payload,
         };
-        let (tuple, remote_mac) = (c.tuple, c.remote_mac);
-        self.transmit(hal, tuple, remote_mac, repr);
+        transmit(config, tx_frame, counters, hal, c.tuple, c.remote_mac, tcp);
     }
 
-    pub(crate) fn transmit<H: Hal>(
+    /// Send a segment that belongs to no connection (an RST to a stray segment).
+    pub(crate) fn send_stray<H: Hal>(
         &mut self,
         hal: &mut H,
         tuple: FourTuple,
         remote_mac: [u8; 6],
         tcp: TcpRepr,
     ) {
-        if tcp.control == TcpControl::Rst {
-            self.counters.resets_sent += 1;
-        }
-        let frame = TcpFrameRepr {
-            src_mac: EthernetAddress(self.config.mac),
-            dst_mac: EthernetAddress(remote_mac),
-            src_ip: Ipv4Address::from(tuple.local_ip),
-            dst_ip: Ipv4Address::from(tuple.remote_ip),
-            ttl: DEFAULT_TTL,
+        transmit(
+            &self.config,
+            &mut self.tx_frame,
+            &mut self.counters,
+            hal,
+            tuple,
+            remote_mac,
             tcp,
-        };
-        let mut buf = [0u8; MAX_FRAME_LEN];
-        // Payloads are at most one MPA frame, so every segment fits.
-        if let Ok(len) = frame.emit(&mut buf) {
-            hal.transmit_frame(&buf[..len]);
-            self.counters.frames_sent += 1;
-        }
+        );
     }
 
     /// Send RST at `snd_nxt`.
     pub(crate) fn send_rst<H: Hal>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::Rst, seq, &[]);
+        self.send(hal, i, TcpControl::Rst, seq, Payload::NONE);
     }
 
     pub(crate) fn complete<H: Hal>(&mut self, hal: &mut H, tag: u32, status: i32, handle: u32) {
         if status != 0 {
             self.counters.commands_failed += 1;
         }
-        let mut buf = [0u8; 16];
         if let Ok(len) = (Completion {
             tag,
             status,
             handle,
         })
-        .emit(&mut buf)
+        .emit(&mut self.record)
         {
-            hal.push_record(&buf[..len]);
+            hal.push_record(&self.record[..len]);
         }
     }
 
-    /// Raise an event about connection `i` with `private_data`.
+    /// Raise an event about connection `i`, carrying `private_data`.
     pub(crate) fn raise<H: Hal>(
         &mut self,
         hal: &mut H,
         i: usize,
         kind: EventKind,
         status: i32,
-        private_data: &[u8],
+        private_data: PrivateData,
     ) {
-        let c = &self.conns[i];
+        let Machine {
+            conns,
+            buffers,
+            record,
+            counters,
+            listener_generations,
+            event_seq,
+            ..
+        } = self;
+        let c = &conns[i];
         let (ird, ord, listener) = match kind {
             EventKind::ConnectRequest => {
-                let generation = self
-                    .listener_generations
+                let generation = listener_generations
                     .get(usize::from(c.listener))
                     .copied()
                     .unwrap_or(0);
@@ -638,11 +736,19 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             }
             _ => (c.neg.ird, c.neg.ord, 0),
         };
-        self.event_seq = self.event_seq.wrapping_add(1);
+        let private_data = match private_data {
+            PrivateData::None => &[][..],
+            // The application's part of the MPA frame collected in the negotiation buffer.
+            PrivateData::OfReceivedFrame => buffers
+                .get(usize::from(c.buffer))
+                .and_then(|b| FrameRepr::parse_bytes(b.rx()).ok())
+                .map_or(&[][..], |frame| frame.private_data),
+        };
+        *event_seq = event_seq.wrapping_add(1);
         let event = Event {
-            seq: self.event_seq,
+            seq: *event_seq,
             kind,
-            conn: self.handle(i),
+            conn: u32::from(c.generation) << 16 | i as u32,
             listener,
             status,
             local: Endpoint::v4(c.tuple.local_ip, c.tuple.local_port),
@@ -651,10 +757,9 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             ord,
             private_data,
         };
-        let mut buf = [0u8; MAX_RECORD_LEN];
-        if let Ok(len) = event.emit(&mut buf) {
-            hal.push_record(&buf[..len]);
-            self.counters.events_raised += 1;
+        if let Ok(len) = event.emit(record) {
+            hal.push_record(&record[..len]);
+            counters.events_raised += 1;
         }
     }
 
@@ -663,12 +768,14 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     pub(crate) fn settle<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
         match self.conns[i].owed {
             Owed::Nothing => {}
-            Owed::ConnectReply => self.raise(hal, i, EventKind::ConnectReply, status, &[]),
+            Owed::ConnectReply => {
+                self.raise(hal, i, EventKind::ConnectReply, status, PrivateData::None)
+            }
             Owed::AcceptCompletion(tag) => {
                 let handle = self.handle(i);
                 self.complete(hal, tag, status, handle);
             }
-            Owed::Close => self.raise(hal, i, EventKind::Close, status, &[]),
+            Owed::Close => self.raise(hal, i, EventKind::Close, status, PrivateData::None),
         }
         self.detach(i);
     }
@@ -743,7 +850,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             State::SynSent => {
                 if self.back_off(i, syn_retries) {
                     let iss = self.conns[i].snd_una;
-                    self.send(hal, i, TcpControl::Syn, iss, &[]);
+                    self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
                     self.arm(i, true, false);
                 } else {
                     self.counters.connect_timeouts += 1;
@@ -754,7 +861,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             State::SynReceived => {
                 if self.back_off(i, syn_retries) {
                     let iss = self.conns[i].snd_una;
-                    self.send(hal, i, TcpControl::Syn, iss, &[]);
+                    self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
                     self.arm(i, true, false);
                 } else {
                     self.free(i);
@@ -803,15 +910,13 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     /// `snd_una`, with `control` (FIN rides on the last byte; a bare FIN when no bytes).
     pub(crate) fn retransmit_stream<H: Hal>(&mut self, hal: &mut H, i: usize, control: TcpControl) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
-        let mut payload = [0u8; TX_CAPACITY];
-        let mut len = 0;
-        if let Some(b) = self.buffer(i) {
-            let skip = snd_una.wrapping_sub(b.tx_seq) as usize;
-            if let Some(rest) = b.tx().get(skip..) {
-                payload[..rest.len()].copy_from_slice(rest);
-                len = rest.len();
+        let (skip, len) = match self.buffer(i) {
+            Some(b) => {
+                let skip = snd_una.wrapping_sub(b.tx_seq) as usize;
+                (skip, b.tx().len().saturating_sub(skip))
             }
-        }
+            None => (0, 0),
+        };
         let fin_pending = control == TcpControl::Fin && snd_una.wrapping_add(len as u32) != snd_nxt;
         let control = if fin_pending {
             TcpControl::Fin
@@ -819,7 +924,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             TcpControl::Psh
         };
         if len > 0 || fin_pending {
-            self.send(hal, i, control, snd_una, &payload[..len]);
+            self.send(hal, i, control, snd_una, Payload::Buffered { skip });
         }
     }
 

@@ -4,39 +4,14 @@ use iwnic_proto::ddp::{llp_code, MessageRepr, TerminateRepr};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr, LENGTH_LEN};
 use iwnic_proto::host::EventKind;
-use iwnic_proto::mpa::{Frame, FrameRepr, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN, MAX_PRIVATE_DATA};
+use iwnic_proto::mpa::{Frame, FrameRepr, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
 use iwnic_proto::net::TcpFrameRepr;
 use iwnic_proto::Error;
 use smoltcp::wire::{TcpControl, TcpRepr, TcpSeqNumber};
 
 use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Hal};
-use crate::machine::{Firmware, Owed, State, NO_WINDOW_SCALING};
+use crate::machine::{Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING};
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
-
-/// Private data copied out of a negotiation buffer, so the buffer can be released or
-/// reused while an event carries it.
-struct PrivateData {
-    bytes: [u8; MAX_PRIVATE_DATA],
-    len: usize,
-}
-
-impl PrivateData {
-    const EMPTY: PrivateData = PrivateData {
-        bytes: [0; MAX_PRIVATE_DATA],
-        len: 0,
-    };
-
-    fn copy(from: &[u8]) -> PrivateData {
-        let mut pd = PrivateData::EMPTY;
-        pd.len = from.len().min(MAX_PRIVATE_DATA);
-        pd.bytes[..pd.len].copy_from_slice(&from[..pd.len]);
-        pd
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
 
 enum RtrError {
     Crc,
@@ -52,9 +27,9 @@ fn seq(n: TcpSeqNumber) -> u32 {
     n.0 as u32
 }
 
-impl<const N: usize, const B: usize> Firmware<N, B> {
+impl<const N: usize, const B: usize> Machine<N, B> {
     pub(crate) fn on_frame<H: Hal>(&mut self, hal: &mut H, frame: &[u8]) {
-        let Ok(f) = TcpFrameRepr::parse(frame) else {
+        let Ok(f) = TcpFrameRepr::parse_with(frame, self.config.checksums) else {
             self.counters.frames_ignored += 1;
             return;
         };
@@ -114,7 +89,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             timestamp: None,
             payload: &[],
         };
-        self.transmit(hal, tuple, remote_mac, rst);
+        self.send_stray(hal, tuple, remote_mac, rst);
     }
 
     fn on_syn<H: Hal>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, f: &TcpFrameRepr) {
@@ -138,7 +113,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         if let Some(Some(l)) = self.listeners.get_mut(l) {
             l.half_open += 1;
         }
-        self.send(hal, i, TcpControl::Syn, iss, &[]);
+        self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
         self.arm(i, true, false);
     }
 
@@ -218,7 +193,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             // The peer sent its SYN again: our SYN-ACK was lost.
             None if seg.control == TcpControl::Syn => {
                 self.counters.retransmissions += 1;
-                self.send(hal, i, TcpControl::Syn, snd_una, &[]);
+                self.send(hal, i, TcpControl::Syn, snd_una, Payload::NONE);
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
                 self.conns[i].snd_una = ack;
@@ -329,7 +304,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
 
     pub(crate) fn send_ack<H: Hal>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::None, seq, &[]);
+        self.send(hal, i, TcpControl::None, seq, Payload::NONE);
     }
 
     /// Append in-order bytes to the negotiation buffer's receive side; how many fit.
@@ -356,9 +331,9 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         let judged = FrameRepr::parse_bytes(rx).map(|frame| {
             let (neg, verdict) = negotiation::judge_request(&frame, &mut self.counters);
             let extra = Frame::<&[u8]>::frame_len(rx).map_or(true, |len| len < rx.len());
-            (neg, verdict, extra, PrivateData::copy(frame.private_data))
+            (neg, verdict, extra)
         });
-        let (neg, verdict, extra, private_data) = match judged {
+        let (neg, verdict, extra) = match judged {
             Ok(judged) => judged,
             Err(Error::Truncated) if !fin && !overflow => return self.send_ack(hal, i),
             Err(error) => {
@@ -401,7 +376,6 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         listener.pending += 1;
         self.conns[i].state = State::AwaitAccept;
         self.conns[i].owed = Owed::Close;
-        self.release_buffer(i);
         self.timers.disarm(i);
         self.send_ack(hal, i);
         self.raise(
@@ -409,8 +383,9 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             i,
             EventKind::ConnectRequest,
             0,
-            private_data.as_slice(),
+            PrivateData::OfReceivedFrame,
         );
+        self.release_buffer(i);
     }
 
     fn refuse<H: Hal>(&mut self, hal: &mut H, i: usize, refusal: Refusal) {
@@ -475,7 +450,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             let handle = self.handle(i);
             self.complete(hal, tag, 0, handle);
         }
-        self.established(hal, i, EventKind::Established, &[]);
+        self.established(hal, i, EventKind::Established, PrivateData::None);
         self.keep_only_unacked(i);
     }
 
@@ -501,14 +476,9 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         let judged = FrameRepr::parse_bytes(rx).map(|frame| {
             let verdict = negotiation::judge_reply(&asked, &frame, &mut self.counters);
             let frame_len = Frame::<&[u8]>::frame_len(rx).unwrap_or(rx.len());
-            (
-                verdict,
-                frame_len,
-                frame_len < rx.len(),
-                PrivateData::copy(frame.private_data),
-            )
+            (verdict, frame_len, frame_len < rx.len())
         });
-        let (verdict, frame_len, extra, private_data) = match judged {
+        let (verdict, frame_len, extra) = match judged {
             Ok(judged) => judged,
             Err(Error::Truncated) if !fin && take == payload.len() => {
                 self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
@@ -539,7 +509,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
                     i,
                     EventKind::ConnectReply,
                     -ECONNREFUSED,
-                    private_data.as_slice(),
+                    PrivateData::OfReceivedFrame,
                 );
                 self.detach(i);
                 self.close_gracefully(hal, i);
@@ -585,18 +555,17 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
     fn enter_fpdu_mode_active<H: Hal>(&mut self, hal: &mut H, i: usize) {
-        let private_data = self
-            .buffer(i)
-            .and_then(|b| FrameRepr::parse_bytes(b.rx()).ok())
-            .map_or(PrivateData::EMPTY, |frame| {
-                PrivateData::copy(frame.private_data)
-            });
         self.install_flow(hal, i, false);
         self.send_ack(hal, i);
         self.conns[i].state = State::Established;
-        self.release_buffer(i);
         self.timers.disarm(i);
-        self.established(hal, i, EventKind::ConnectReply, private_data.as_slice());
+        self.established(
+            hal,
+            i,
+            EventKind::ConnectReply,
+            PrivateData::OfReceivedFrame,
+        );
+        self.release_buffer(i);
     }
 
     /// A frame of a flow the datapath carries: its FIN (the datapath delivered any payload
@@ -610,12 +579,12 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             self.take_back_flow(hal, i);
             self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(1);
             let seq = self.conns[i].snd_nxt;
-            self.send(hal, i, TcpControl::Fin, seq, &[]);
+            self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
             self.conns[i].snd_nxt = seq.wrapping_add(1);
             self.conns[i].state = State::LastAck;
             self.reset_backoff(i);
             self.arm(i, true, false);
-            self.raise(hal, i, EventKind::Disconnect, 0, &[]);
+            self.raise(hal, i, EventKind::Disconnect, 0, PrivateData::None);
         } else if !seg.payload.is_empty() {
             self.counters.early_data_dropped += 1;
         }
@@ -651,7 +620,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     /// FIN after everything we sent; the peer's FIN completes the close.
     pub(crate) fn close_gracefully<H: Hal>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::Fin, seq, &[]);
+        self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
         self.conns[i].snd_nxt = seq.wrapping_add(1);
         self.conns[i].state = State::FinWait1;
         self.reset_backoff(i);
@@ -669,7 +638,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu));
         if let Ok(len) = len {
             let seq = self.conns[i].snd_nxt;
-            self.send(hal, i, TcpControl::Psh, seq, &fpdu[..len]);
+            self.send(hal, i, TcpControl::Psh, seq, Payload::Bytes(&fpdu[..len]));
             self.conns[i].snd_nxt = seq.wrapping_add(len as u32);
             self.counters.terminates_sent += 1;
         }

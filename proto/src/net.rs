@@ -14,6 +14,26 @@ pub const MIN_FRAME_LEN: usize = 60;
 /// Default time to live of emitted IPv4 packets.
 pub const DEFAULT_TTL: u8 = 64;
 
+/// Who computes the IPv4 and TCP checksums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checksums {
+    /// This code verifies them on receive and fills them in on transmit.
+    #[default]
+    Software,
+    /// The datapath does: received frames were verified before they got here, and
+    /// transmitted frames leave with the fields zero for the datapath to fill.
+    Offloaded,
+}
+
+impl Checksums {
+    fn caps(self) -> ChecksumCapabilities {
+        match self {
+            Checksums::Software => ChecksumCapabilities::default(),
+            Checksums::Offloaded => ChecksumCapabilities::ignored(),
+        }
+    }
+}
+
 /// One TCP segment in an Ethernet II frame over IPv4.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpFrameRepr<'a> {
@@ -40,6 +60,14 @@ impl<'a> TcpFrameRepr<'a> {
     /// Parse a frame, verifying the IPv4 header checksum and the TCP checksum. IPv4
     /// options are allowed; Ethernet padding past the IPv4 total length is ignored.
     pub fn parse(frame: &'a [u8]) -> core::result::Result<TcpFrameRepr<'a>, FrameError> {
+        Self::parse_with(frame, Checksums::Software)
+    }
+
+    /// [`TcpFrameRepr::parse`], with checksums verified only if `checksums` says so.
+    pub fn parse_with(
+        frame: &'a [u8],
+        checksums: Checksums,
+    ) -> core::result::Result<TcpFrameRepr<'a>, FrameError> {
         let eth = EthernetFrame::new_checked(frame).map_err(|_| FrameError::Malformed)?;
         let eth_repr = EthernetRepr::parse(&eth).map_err(|_| FrameError::Malformed)?;
         if eth_repr.ethertype != EthernetProtocol::Ipv4 {
@@ -49,7 +77,8 @@ impl<'a> TcpFrameRepr<'a> {
         if ip.version() != 4 || ip.more_frags() || ip.frag_offset() != 0 {
             return Err(FrameError::NotTcp);
         }
-        if !ip.verify_checksum() {
+        let verify = checksums == Checksums::Software;
+        if verify && !ip.verify_checksum() {
             return Err(FrameError::BadChecksum);
         }
         let ip_repr = Ipv4Repr::parse(&ip, &ChecksumCapabilities::ignored())
@@ -63,7 +92,7 @@ impl<'a> TcpFrameRepr<'a> {
             IpAddress::Ipv4(ip_repr.src_addr),
             IpAddress::Ipv4(ip_repr.dst_addr),
         );
-        if !tcp.verify_checksum(&src, &dst) {
+        if verify && !tcp.verify_checksum(&src, &dst) {
             return Err(FrameError::BadChecksum);
         }
         let tcp_repr = TcpRepr::parse(&tcp, &src, &dst, &ChecksumCapabilities::ignored())
@@ -85,6 +114,11 @@ impl<'a> TcpFrameRepr<'a> {
 
     /// Write the frame with both checksums filled in; returns its length.
     pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        self.emit_with(buffer, Checksums::Software)
+    }
+
+    /// [`TcpFrameRepr::emit`], with checksums filled in or left zero as `checksums` says.
+    pub fn emit_with(&self, buffer: &mut [u8], checksums: Checksums) -> Result<usize> {
         let len = self.buffer_len();
         let tcp_len = self.tcp.buffer_len();
         if IPV4_HEADER_LEN + tcp_len > usize::from(u16::MAX) {
@@ -92,7 +126,7 @@ impl<'a> TcpFrameRepr<'a> {
         }
         let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
         out.fill(0);
-        let caps = ChecksumCapabilities::default();
+        let caps = checksums.caps();
         let mut eth = EthernetFrame::new_unchecked(&mut *out);
         EthernetRepr {
             src_addr: self.src_mac,

@@ -105,3 +105,18 @@ fn what_is_not_tcp_or_not_whole() {
     long[16..18].copy_from_slice(&1000u16.to_be_bytes());
     assert_eq!(TcpFrameRepr::parse(&long), Err(FrameError::Malformed));
 }
+
+#[test]
+fn offloaded_checksums_are_left_to_the_datapath() {
+    use iwnic_proto::net::Checksums;
+    let repr = syn();
+    let mut wire = vec![0u8; repr.buffer_len()];
+    repr.emit_with(&mut wire, Checksums::Offloaded).unwrap();
+    assert_eq!(&wire[24..26], &[0, 0], "IPv4 checksum left zero");
+    assert_eq!(&wire[50..52], &[0, 0], "TCP checksum left zero");
+    assert_eq!(TcpFrameRepr::parse(&wire), Err(FrameError::BadChecksum));
+    assert_eq!(
+        TcpFrameRepr::parse_with(&wire, Checksums::Offloaded),
+        Ok(repr)
+    );
+}

@@ -3,6 +3,8 @@
 //! order, CRC tables and slice handling are where a 32-bit little-endian core could
 //! differ from the host.
 
+pub mod passive_open;
+
 use iwnic_proto::crc32c::crc32c;
 use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::fpdu::{FpduRepr, SplitEvent, Splitter};
@@ -37,7 +39,25 @@ pub const CASES: &[Case] = &[
         name: "command_record_round_trip",
         run: command_record_round_trip,
     },
+    Case {
+        name: "passive_open_v2_rtr",
+        run: passive_open_v2_rtr,
+    },
 ];
+
+/// A passive MPA v2 connection with RTR through the whole state machine, twice (the
+/// second reuses the freed entry).
+fn passive_open_v2_rtr() -> Result<(), &'static str> {
+    let config = passive_open::config(iwnic_proto::net::Checksums::Software);
+    let mut fw = crate::Firmware::<4, 2>::new(config);
+    let mut nic = passive_open::MemoryNic::default();
+    passive_open::listen(&mut fw, &mut nic)?;
+    let poll = |fw: &mut crate::Firmware<4, 2>, nic: &mut passive_open::MemoryNic| {
+        fw.poll(nic, smoltcp::time::Instant::from_millis(0))
+    };
+    passive_open::passive_setup(&mut fw, &mut nic, 40000, poll)?;
+    passive_open::passive_setup(&mut fw, &mut nic, 40001, poll)
+}
 
 fn check(ok: bool, why: &'static str) -> Result<(), &'static str> {
     if ok {

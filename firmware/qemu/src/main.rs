@@ -1,4 +1,6 @@
-//! Runs `iwnic_firmware::selftest::CASES` and prints one line per case, then
+//! Runs `iwnic_firmware::selftest::CASES` and prints one line per case, then the setup
+//! benchmark (firmware cost of one passive connection setup: RISC-V instructions on the
+//! target, read from `minstret` under QEMU's `-icount`; nanoseconds on the host), then
 //! `N passed, M failed`; exits with success iff nothing failed.
 //!
 //! Two builds of the same file:
@@ -9,10 +11,36 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use core::fmt::Write;
+use iwnic_firmware::selftest::passive_open::{config, listen, passive_setup, MemoryNic};
 use iwnic_firmware::selftest::CASES;
+use iwnic_firmware::Firmware;
+use iwnic_proto::net::Checksums;
 
-/// Runs every case, reporting to `out`; returns how many failed.
-fn run_all(out: &mut impl Write, platform: &str) -> usize {
+/// Connections the benchmark sets up.
+const BENCH_CONNECTIONS: u16 = 100;
+
+/// Firmware cost per passive setup (SYN to ESTABLISHED, MPA v2 with RTR, accept from the
+/// host), measured with `counter` around `poll` only: the scripted peer is not counted.
+fn bench_passive_setup(
+    counter: &impl Fn() -> u64,
+    checksums: Checksums,
+) -> Result<u64, &'static str> {
+    let mut fw = Firmware::<8, 2>::new(config(checksums));
+    let mut nic = MemoryNic::default();
+    listen(&mut fw, &mut nic)?;
+    let mut spent = 0;
+    for k in 0..BENCH_CONNECTIONS {
+        passive_setup(&mut fw, &mut nic, 40000 + k, |fw, nic| {
+            let start = counter();
+            fw.poll(nic, smoltcp::time::Instant::from_millis(0));
+            spent += counter() - start;
+        })?;
+    }
+    Ok(spent / u64::from(BENCH_CONNECTIONS))
+}
+
+/// Runs every case and the benchmark, reporting to `out`; returns how many failed.
+fn run_all(out: &mut impl Write, platform: &str, counter: impl Fn() -> u64, unit: &str) -> usize {
     // Writes to the UART or stdout cannot fail in a way worth reporting, hence `.ok()`.
     writeln!(out, "iwnic firmware self-test on {platform}").ok();
     let mut failed = 0;
@@ -25,7 +53,26 @@ fn run_all(out: &mut impl Write, platform: &str) -> usize {
             }
         };
     }
-    writeln!(out, "{} passed, {} failed", CASES.len() - failed, failed).ok();
+    let modes = [
+        (Checksums::Offloaded, "checksums in the datapath"),
+        (Checksums::Software, "checksums in firmware"),
+    ];
+    for (checksums, label) in modes {
+        match bench_passive_setup(&counter, checksums) {
+            Ok(cost) => writeln!(
+                out,
+                "bench passive_setup ({label}): {cost} {unit} per connection \
+                 (SYN to ESTABLISHED, MPA v2 with RTR; {BENCH_CONNECTIONS} connections, firmware poll only)"
+            )
+            .ok(),
+            Err(why) => {
+                failed += 1;
+                writeln!(out, "bench passive_setup ({label}) ... FAILED: {why}").ok()
+            }
+        };
+    }
+    let total = CASES.len() + modes.len();
+    writeln!(out, "{} passed, {} failed", total - failed, failed).ok();
     failed
 }
 
@@ -39,7 +86,18 @@ fn main() {
         }
     }
     let platform = format!("{} (host)", std::env::consts::ARCH);
-    let failed = run_all(&mut Stdout, &platform);
+    let start = std::time::Instant::now();
+    let nanos = || start.elapsed().as_nanos() as u64;
+    let failed = run_all(
+        &mut Stdout,
+        &platform,
+        nanos,
+        if cfg!(debug_assertions) {
+            "ns (unoptimised build)"
+        } else {
+            "ns"
+        },
+    );
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
@@ -100,8 +158,28 @@ mod bare {
         }
     }
 
+    /// Instructions retired: exact under QEMU with `-icount shift=0`.
+    fn instructions() -> u64 {
+        loop {
+            let (hi, lo, hi2): (u32, u32, u32);
+            // SAFETY: reading the machine-mode instruction counters has no side effect.
+            unsafe {
+                core::arch::asm!("csrr {0}, minstreth", "csrr {1}, minstret", "csrr {2}, minstreth",
+                    out(reg) hi, out(reg) lo, out(reg) hi2);
+            }
+            if hi == hi2 {
+                return u64::from(hi) << 32 | u64::from(lo);
+            }
+        }
+    }
+
     extern "C" fn main() -> ! {
-        let failed = super::run_all(&mut Uart, "riscv32imac (qemu virt)");
+        let failed = super::run_all(
+            &mut Uart,
+            "riscv32imac (qemu virt)",
+            instructions,
+            "RISC-V instructions",
+        );
         exit(if failed == 0 { None } else { Some(1) })
     }
 

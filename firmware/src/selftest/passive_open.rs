@@ -1,0 +1,301 @@
+//! A passive open driven entirely in memory, `no_std`: a NIC whose queues are small
+//! fixed buffers and a scripted initiator. It is the on-target proof that the state
+//! machine runs on the soft core's ISA, and the workload of the setup benchmark.
+
+use heapless::{Deque, Vec};
+use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, Record, MAX_RECORD_LEN};
+use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
+use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
+
+use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+
+/// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
+const FRAME: usize = 160;
+type Frame = Vec<u8, FRAME>;
+type RecordBytes = Vec<u8, MAX_RECORD_LEN>;
+
+const NIC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+const NIC_IP: [u8; 4] = [10, 0, 0, 1];
+const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+const PEER_IP: [u8; 4] = [10, 0, 0, 2];
+const PORT: u16 = 4791;
+
+/// The scenario's NIC configuration, with checksums done by the firmware or the datapath.
+pub fn config(checksums: Checksums) -> Config {
+    Config {
+        mac: NIC_MAC,
+        ip: NIC_IP,
+        next_hop_mac: PEER_MAC,
+        checksums,
+        ..Config::default()
+    }
+}
+
+/// A NIC made of fixed in-memory queues and a small flow table.
+#[derive(Default)]
+pub struct MemoryNic {
+    rx: Deque<Frame, 2>,
+    tx: Deque<Frame, 4>,
+    commands: Deque<RecordBytes, 2>,
+    records: Deque<RecordBytes, 4>,
+    flows: Vec<FlowContext, 4>,
+}
+
+impl Hal for MemoryNic {
+    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
+        let frame = self.rx.pop_front()?;
+        buf[..frame.len()].copy_from_slice(&frame);
+        Some(frame.len())
+    }
+    fn transmit_frame(&mut self, frame: &[u8]) {
+        // A full queue drops the frame, like the hardware TX queue.
+        if let Ok(f) = Frame::from_slice(frame) {
+            let _ = self.tx.push_back(f);
+        }
+    }
+    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
+        let record = self.commands.pop_front()?;
+        buf[..record.len()].copy_from_slice(&record);
+        Some(record.len())
+    }
+    fn host_space(&self) -> usize {
+        self.records.capacity() - self.records.len()
+    }
+    fn push_record(&mut self, record: &[u8]) {
+        if let Ok(r) = RecordBytes::from_slice(record) {
+            let _ = self.records.push_back(r);
+        }
+    }
+    fn write_flow(&mut self, flow: &FlowContext) {
+        self.remove_flow(flow.index);
+        let _ = self.flows.push(*flow);
+    }
+    fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
+        self.flows.iter().find(|f| f.index == index).copied()
+    }
+    fn remove_flow(&mut self, index: u16) {
+        self.flows.retain(|f| f.index != index);
+    }
+    fn receive_flow_event(&mut self) -> Option<FlowEvent> {
+        None
+    }
+    fn publish_counters(&mut self, _: &Counters) {}
+}
+
+/// The initiator's side of one connection.
+struct Initiator {
+    /// What the NIC's checksums look like on the wire here: with offload, the datapath
+    /// (absent in this scenario) would have filled them.
+    checksums: Checksums,
+    port: u16,
+    snd_nxt: u32,
+    rcv_nxt: u32,
+}
+
+impl Initiator {
+    fn segment(&mut self, control: TcpControl, payload: &[u8]) -> Result<Frame, &'static str> {
+        let syn = control == TcpControl::Syn;
+        let repr = TcpFrameRepr {
+            src_mac: EthernetAddress(PEER_MAC),
+            dst_mac: EthernetAddress(NIC_MAC),
+            src_ip: Ipv4Address::from(PEER_IP),
+            dst_ip: Ipv4Address::from(NIC_IP),
+            ttl: DEFAULT_TTL,
+            tcp: TcpRepr {
+                src_port: self.port,
+                dst_port: PORT,
+                control,
+                seq_number: TcpSeqNumber(self.snd_nxt as i32),
+                ack_number: (!syn).then_some(TcpSeqNumber(self.rcv_nxt as i32)),
+                window_len: 65535,
+                window_scale: syn.then_some(7),
+                max_seg_size: syn.then_some(1460),
+                sack_permitted: false,
+                sack_ranges: [None; 3],
+                timestamp: None,
+                payload,
+            },
+        };
+        let mut frame = Frame::new();
+        frame
+            .resize(repr.buffer_len(), 0)
+            .map_err(|_| "frame too long")?;
+        repr.emit_with(&mut frame, self.checksums)
+            .map_err(|_| "emit")?;
+        self.snd_nxt = self
+            .snd_nxt
+            .wrapping_add(payload.len() as u32 + u32::from(syn));
+        Ok(frame)
+    }
+
+    /// Take the NIC's next frame to us; its TCP control.
+    fn receive(&mut self, nic: &mut MemoryNic) -> Result<TcpControl, &'static str> {
+        let frame = nic.tx.pop_front().ok_or("the NIC sent nothing")?;
+        let f = TcpFrameRepr::parse_with(&frame, self.checksums)
+            .map_err(|_| "the NIC sent a bad frame")?;
+        if f.tcp.dst_port != self.port {
+            return Err("frame for another port");
+        }
+        let syn_fin = matches!(f.tcp.control, TcpControl::Syn | TcpControl::Fin);
+        self.rcv_nxt = (f.tcp.seq_number.0 as u32)
+            .wrapping_add(f.tcp.payload.len() as u32 + u32::from(syn_fin));
+        Ok(f.tcp.control)
+    }
+}
+
+fn command(nic: &mut MemoryNic, tag: u32, command: Command) -> Result<(), &'static str> {
+    let record = CommandRecord { tag, command };
+    let mut bytes = RecordBytes::new();
+    bytes
+        .resize(record.buffer_len(), 0)
+        .map_err(|_| "record too long")?;
+    record.emit(&mut bytes).map_err(|_| "emit record")?;
+    nic.commands
+        .push_back(bytes)
+        .map_err(|_| "command queue full")
+}
+
+/// The next record pushed to the host, as (kind, status, handle): kind 0 for a completion.
+fn record(nic: &mut MemoryNic) -> Result<(u8, i32, u32), &'static str> {
+    let bytes = nic.records.pop_front().ok_or("no record")?;
+    match Record::parse(&bytes).map_err(|_| "bad record")? {
+        Record::Completion(c) => Ok((0, c.status, c.handle)),
+        Record::Event(e) => Ok((e.kind as u8, e.status, e.conn)),
+        Record::Command(_) => Err("a command came back"),
+    }
+}
+
+fn expect(ok: bool, why: &'static str) -> Result<(), &'static str> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why)
+    }
+}
+
+/// Open a listener on the scenario's port.
+pub fn listen<const N: usize, const B: usize>(
+    fw: &mut Firmware<N, B>,
+    nic: &mut MemoryNic,
+) -> Result<(), &'static str> {
+    command(
+        nic,
+        1,
+        Command::Listen {
+            local: Endpoint::v4([0; 4], PORT),
+            backlog: 0,
+        },
+    )?;
+    fw.poll(nic, Instant::from_millis(0));
+    expect(
+        record(nic)? == (0, 0, 1 << 16),
+        "listen completes with the first listener",
+    )
+}
+
+/// One passive connection from SYN to ESTABLISHED, MPA v2 with a zero-length Read as RTR,
+/// from initiator port `port`; then released. `poll` runs the firmware (the benchmark
+/// measures just that). Checks every frame and record on the way.
+pub fn passive_setup<const N: usize, const B: usize>(
+    fw: &mut Firmware<N, B>,
+    nic: &mut MemoryNic,
+    port: u16,
+    mut poll: impl FnMut(&mut Firmware<N, B>, &mut MemoryNic),
+) -> Result<(), &'static str> {
+    let checksums = fw.config().checksums;
+    let mut peer = Initiator {
+        checksums,
+        port,
+        snd_nxt: u32::from(port) << 8,
+        rcv_nxt: 0,
+    };
+    nic.rx
+        .push_back(peer.segment(TcpControl::Syn, &[])?)
+        .map_err(|_| "rx full")?;
+    poll(fw, nic);
+    expect(peer.receive(nic)? == TcpControl::Syn, "SYN-ACK")?;
+
+    let offer = RtrTypes {
+        send: false,
+        write: true,
+        read: true,
+    };
+    let request = FrameRepr {
+        kind: FrameKind::Request,
+        markers: false,
+        crc: true,
+        revision: 2,
+        v2: Some(V2Block {
+            peer_to_peer: true,
+            rtr: offer,
+            ird: 16,
+            ord: 16,
+        }),
+        private_data: b"iwnic",
+    };
+    let mut mpa = [0u8; 64];
+    let len = request.emit(&mut mpa).map_err(|_| "emit request")?;
+    nic.rx
+        .push_back(peer.segment(TcpControl::None, &[])?)
+        .map_err(|_| "rx full")?;
+    nic.rx
+        .push_back(peer.segment(TcpControl::Psh, &mpa[..len])?)
+        .map_err(|_| "rx full")?;
+    poll(fw, nic);
+    expect(peer.receive(nic)? == TcpControl::None, "ACK of the request")?;
+    let (kind, status, conn) = record(nic)?;
+    expect(
+        (kind, status) == (EventKind::ConnectRequest as u8, 0),
+        "CONNECT_REQUEST",
+    )?;
+
+    command(
+        nic,
+        2,
+        Command::Accept {
+            conn,
+            ird: 16,
+            ord: 16,
+            qpn: 1,
+            private_data: b"",
+        },
+    )?;
+    poll(fw, nic);
+    expect(peer.receive(nic)? == TcpControl::Psh, "MPA reply")?;
+    expect(
+        nic.read_flow((conn & 0xFFFF) as u16)
+            .is_some_and(|f| f.rtr_expected),
+        "flow handed over, RTR expected",
+    )?;
+
+    let rtr = iwnic_proto::ddp::MessageRepr::rtr(RtrTypes::READ).ok_or("RTR")?;
+    let mut ulpdu = [0u8; 64];
+    let n = rtr.emit(&mut ulpdu).map_err(|_| "emit RTR")?;
+    let mut fpdu = [0u8; 64];
+    let n = iwnic_proto::fpdu::FpduRepr { ulpdu: &ulpdu[..n] }
+        .emit(&mut fpdu)
+        .map_err(|_| "emit FPDU")?;
+    nic.rx
+        .push_back(peer.segment(TcpControl::Psh, &fpdu[..n])?)
+        .map_err(|_| "rx full")?;
+    poll(fw, nic);
+    expect(peer.receive(nic)? == TcpControl::None, "ACK of the RTR")?;
+    expect(record(nic)? == (0, 0, conn), "accept completes")?;
+    expect(
+        record(nic)? == (EventKind::Established as u8, 0, conn),
+        "ESTABLISHED",
+    )?;
+    expect(
+        nic.read_flow((conn & 0xFFFF) as u16)
+            .is_some_and(|f| !f.rtr_expected),
+        "FPDU mode",
+    )?;
+
+    command(nic, 3, Command::Release { conn })?;
+    fw.poll(nic, Instant::from_millis(0));
+    expect(peer.receive(nic)? == TcpControl::Rst, "release resets")?;
+    expect(record(nic)? == (0, 0, 0), "release completes")?;
+    expect(fw.connections() == 0, "the table is empty again")
+}
