@@ -37,6 +37,8 @@ CARGO=(cargo build --release --target "$TARGET" --target-dir "$TARGET_DIR"
 
 echo "riscv-firmware: building iwnic-firmware ($TARGET, $("$RUSTC" -V))"
 "${CARGO[@]}" -p iwnic-firmware --lib
+echo "riscv-firmware: building iwnic-firmware with defmt logging"
+"${CARGO[@]}" -p iwnic-firmware --lib --features defmt
 echo "riscv-firmware: building iwnic-firmware-qemu"
 "${CARGO[@]}" -p iwnic-firmware-qemu
 ELF="$OUT/iwnic-firmware-qemu"

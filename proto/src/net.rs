@@ -4,7 +4,8 @@
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
     EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, IpAddress, IpProtocol,
-    Ipv4Address, Ipv4Packet, Ipv4Repr, TcpPacket, TcpRepr, ETHERNET_HEADER_LEN, IPV4_HEADER_LEN,
+    Ipv4Address, Ipv4Packet, Ipv4Repr, TcpControl, TcpOption, TcpPacket, TcpRepr,
+    ETHERNET_HEADER_LEN, IPV4_HEADER_LEN,
 };
 
 use crate::{Error, Result};
@@ -150,6 +151,227 @@ impl<'a> TcpFrameRepr<'a> {
             &IpAddress::Ipv4(self.dst_ip),
             &caps,
         );
+        Ok(len)
+    }
+}
+
+/// A TCP segment read in place: the fields the connection path acts on, with TCP options
+/// parsed only when asked for. The firmware's fast path; [`TcpFrameRepr`] is the full
+/// representation. Parsing accepts and refuses exactly what [`TcpFrameRepr::parse_with`]
+/// does (a property test holds them together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment<'a> {
+    pub src_mac: [u8; 6],
+    pub src_ip: [u8; 4],
+    pub dst_ip: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: Option<u32>,
+    pub control: TcpControl,
+    pub window: u16,
+    pub options: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+impl<'a> TcpSegment<'a> {
+    pub fn parse(
+        frame: &'a [u8],
+        checksums: Checksums,
+    ) -> core::result::Result<TcpSegment<'a>, FrameError> {
+        let eth = EthernetFrame::new_checked(frame).map_err(|_| FrameError::Malformed)?;
+        if eth.ethertype() != EthernetProtocol::Ipv4 {
+            return Err(FrameError::NotTcp);
+        }
+        let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|_| FrameError::Malformed)?;
+        if ip.version() != 4 || ip.more_frags() || ip.frag_offset() != 0 {
+            return Err(FrameError::NotTcp);
+        }
+        let verify = checksums == Checksums::Software;
+        if verify && !ip.verify_checksum() {
+            return Err(FrameError::BadChecksum);
+        }
+        if ip.next_header() != IpProtocol::Tcp {
+            return Err(FrameError::NotTcp);
+        }
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        let payload: &'a [u8] = ip.payload();
+        let tcp = TcpPacket::new_checked(payload).map_err(|_| FrameError::Malformed)?;
+        if verify && !tcp.verify_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst)) {
+            return Err(FrameError::BadChecksum);
+        }
+        if tcp.src_port() == 0 || tcp.dst_port() == 0 {
+            return Err(FrameError::Malformed);
+        }
+        let control = match (tcp.syn(), tcp.fin(), tcp.rst(), tcp.psh()) {
+            (false, false, false, false) => TcpControl::None,
+            (false, false, false, true) => TcpControl::Psh,
+            (true, false, false, _) => TcpControl::Syn,
+            (false, true, false, _) => TcpControl::Fin,
+            (false, false, true, _) => TcpControl::Rst,
+            _ => return Err(FrameError::Malformed),
+        };
+        let options = tcp.options();
+        // Options must parse, as TcpRepr requires.
+        let mut rest = options;
+        while !rest.is_empty() {
+            match TcpOption::parse(rest) {
+                Ok((_, TcpOption::EndOfList)) => break,
+                Ok((next, _)) => rest = next,
+                Err(_) => return Err(FrameError::Malformed),
+            }
+        }
+        Ok(TcpSegment {
+            src_mac: eth.src_addr().0,
+            src_ip: src.octets(),
+            dst_ip: dst.octets(),
+            src_port: tcp.src_port(),
+            dst_port: tcp.dst_port(),
+            seq: tcp.seq_number().0 as u32,
+            ack: tcp.ack().then_some(tcp.ack_number().0 as u32),
+            control,
+            window: tcp.window_len(),
+            options,
+            payload: tcp.payload(),
+        })
+    }
+
+    fn option(&self, mut pick: impl FnMut(&TcpOption) -> bool) -> Option<TcpOption<'a>> {
+        let mut rest = self.options;
+        while let Ok((next, option)) = TcpOption::parse(rest) {
+            if option == TcpOption::EndOfList {
+                return None;
+            }
+            if pick(&option) {
+                return Some(option);
+            }
+            rest = next;
+        }
+        None
+    }
+
+    /// The MSS option.
+    pub fn max_seg_size(&self) -> Option<u16> {
+        match self.option(|o| matches!(o, TcpOption::MaxSegmentSize(_)))? {
+            TcpOption::MaxSegmentSize(mss) => Some(mss),
+            _ => None,
+        }
+    }
+
+    /// The window scale option, limited to 14 (RFC 7323 §2.3).
+    pub fn window_scale(&self) -> Option<u8> {
+        match self.option(|o| matches!(o, TcpOption::WindowScale(_)))? {
+            TcpOption::WindowScale(shift) => Some(shift.min(14)),
+            _ => None,
+        }
+    }
+
+    /// Sequence space the segment takes: payload, plus one for SYN or FIN.
+    pub fn segment_len(&self) -> u32 {
+        self.payload.len() as u32
+            + u32::from(matches!(self.control, TcpControl::Syn | TcpControl::Fin))
+    }
+}
+
+/// The header fields of a segment to send: a 20-byte TCP header, or 28 with the MSS and
+/// window scale options of a SYN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentOut {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src_ip: [u8; 4],
+    pub dst_ip: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub control: TcpControl,
+    pub seq: u32,
+    pub ack: Option<u32>,
+    pub window: u16,
+    /// MSS and window scale shift, sent on SYN and SYN-ACK.
+    pub syn_options: Option<(u16, u8)>,
+}
+
+impl SegmentOut {
+    fn tcp_header_len(&self) -> usize {
+        if self.syn_options.is_some() {
+            28
+        } else {
+            20
+        }
+    }
+
+    /// Bytes of the frame carrying `payload_len` bytes (padded to 60).
+    pub fn buffer_len(&self, payload_len: usize) -> usize {
+        (ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + self.tcp_header_len() + payload_len)
+            .max(MIN_FRAME_LEN)
+    }
+
+    /// Write the frame; the same bytes [`TcpFrameRepr::emit_with`] writes for the same
+    /// segment (IPv4 without options, identification 0, DF).
+    pub fn emit(&self, payload: &[u8], buffer: &mut [u8], checksums: Checksums) -> Result<usize> {
+        let tcp_len = self.tcp_header_len() + payload.len();
+        if IPV4_HEADER_LEN + tcp_len > usize::from(u16::MAX) {
+            return Err(Error::Malformed);
+        }
+        let len = self.buffer_len(payload.len());
+        let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
+        let mut eth = EthernetFrame::new_unchecked(&mut *out);
+        eth.set_dst_addr(EthernetAddress(self.dst_mac));
+        eth.set_src_addr(EthernetAddress(self.src_mac));
+        eth.set_ethertype(EthernetProtocol::Ipv4);
+        let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+        ip.set_version(4);
+        ip.set_header_len(IPV4_HEADER_LEN as u8);
+        ip.set_dscp(0);
+        ip.set_ecn(0);
+        ip.set_total_len((IPV4_HEADER_LEN + tcp_len) as u16);
+        ip.set_ident(0);
+        ip.clear_flags();
+        ip.set_dont_frag(true);
+        ip.set_frag_offset(0);
+        ip.set_hop_limit(DEFAULT_TTL);
+        ip.set_next_header(IpProtocol::Tcp);
+        ip.set_src_addr(Ipv4Address::from(self.src_ip));
+        ip.set_dst_addr(Ipv4Address::from(self.dst_ip));
+        if checksums == Checksums::Software {
+            ip.fill_checksum();
+        } else {
+            ip.set_checksum(0);
+        }
+        let mut tcp = TcpPacket::new_unchecked(&mut ip.payload_mut()[..tcp_len]);
+        tcp.set_src_port(self.src_port);
+        tcp.set_dst_port(self.dst_port);
+        tcp.set_seq_number(smoltcp::wire::TcpSeqNumber(self.seq as i32));
+        tcp.set_ack_number(smoltcp::wire::TcpSeqNumber(self.ack.unwrap_or(0) as i32));
+        tcp.set_header_len(self.tcp_header_len() as u8);
+        tcp.clear_flags();
+        match self.control {
+            TcpControl::None => {}
+            TcpControl::Psh => tcp.set_psh(true),
+            TcpControl::Syn => tcp.set_syn(true),
+            TcpControl::Fin => tcp.set_fin(true),
+            TcpControl::Rst => tcp.set_rst(true),
+        }
+        tcp.set_ack(self.ack.is_some());
+        tcp.set_window_len(self.window);
+        tcp.set_urgent_at(0);
+        if let Some((mss, shift)) = self.syn_options {
+            let options = tcp.options_mut();
+            let rest = TcpOption::MaxSegmentSize(mss).emit(options);
+            let rest = TcpOption::WindowScale(shift).emit(rest);
+            TcpOption::EndOfList.emit(rest);
+        }
+        tcp.payload_mut()[..payload.len()].copy_from_slice(payload);
+        if checksums == Checksums::Software {
+            tcp.fill_checksum(
+                &IpAddress::Ipv4(Ipv4Address::from(self.src_ip)),
+                &IpAddress::Ipv4(Ipv4Address::from(self.dst_ip)),
+            );
+        } else {
+            tcp.set_checksum(0);
+        }
+        // Ethernet padding.
+        out[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + tcp_len..].fill(0);
         Ok(len)
     }
 }

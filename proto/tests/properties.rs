@@ -369,3 +369,74 @@ fn tcp_frame() -> impl Strategy<Value = TcpFrameRepr<'static>> {
             },
         )
 }
+
+mod fast_path {
+    use super::*;
+    use iwnic_proto::net::{Checksums, SegmentOut, TcpSegment};
+
+    fn out_of(repr: &TcpFrameRepr) -> SegmentOut {
+        SegmentOut {
+            src_mac: repr.src_mac.0,
+            dst_mac: repr.dst_mac.0,
+            src_ip: repr.src_ip.octets(),
+            dst_ip: repr.dst_ip.octets(),
+            src_port: repr.tcp.src_port,
+            dst_port: repr.tcp.dst_port,
+            control: repr.tcp.control,
+            seq: repr.tcp.seq_number.0 as u32,
+            ack: repr.tcp.ack_number.map(|a| a.0 as u32),
+            window: repr.tcp.window_len,
+            syn_options: repr.tcp.max_seg_size.zip(repr.tcp.window_scale),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// SegmentOut writes the bytes TcpFrameRepr writes, and TcpSegment reads back what
+        /// TcpFrameRepr reads.
+        #[test]
+        fn agrees_with_the_full_representation(repr in tcp_frame(), payload in bytes(600), with_options in any::<bool>(), offload in any::<bool>()) {
+            let checksums = if offload { Checksums::Offloaded } else { Checksums::Software };
+            let mut repr = repr;
+            repr.tcp.payload = &payload;
+            if !with_options {
+                repr.tcp.max_seg_size = None;
+                repr.tcp.window_scale = None;
+            } else {
+                repr.tcp.max_seg_size.get_or_insert(1460);
+                repr.tcp.window_scale.get_or_insert(7);
+            }
+            repr.ttl = iwnic_proto::net::DEFAULT_TTL;
+            let out = out_of(&repr);
+            let mut fast = vec![0u8; out.buffer_len(payload.len())];
+            prop_assert_eq!(out.emit(&payload, &mut fast, checksums), Ok(fast.len()));
+            let mut full = vec![0u8; repr.buffer_len()];
+            prop_assert_eq!(repr.emit_with(&mut full, checksums), Ok(full.len()));
+            prop_assert_eq!(&fast, &full);
+            let seg = TcpSegment::parse(&fast, checksums).unwrap();
+            prop_assert_eq!((seg.src_port, seg.dst_port, seg.control, seg.window), (repr.tcp.src_port, repr.tcp.dst_port, repr.tcp.control, repr.tcp.window_len));
+            prop_assert_eq!((seg.seq, seg.ack), (out.seq, out.ack));
+            prop_assert_eq!((seg.max_seg_size(), seg.window_scale()), (repr.tcp.max_seg_size, repr.tcp.window_scale));
+            prop_assert_eq!(seg.payload, &payload[..]);
+        }
+
+        #[test]
+        fn refuses_what_the_full_representation_refuses(data in bytes(120), flips in proptest::collection::vec((0usize..120, any::<u8>()), 0..4), base in tcp_frame()) {
+            // Mutated valid frames reach far deeper than random bytes.
+            let mut frame = vec![0u8; base.buffer_len()];
+            base.emit(&mut frame).unwrap();
+            for (at, v) in flips {
+                if let Some(b) = frame.get_mut(at) { *b = v; }
+            }
+            for bytes in [&data[..], &frame[..]] {
+                for checksums in [Checksums::Software, Checksums::Offloaded] {
+                    let fast = TcpSegment::parse(bytes, checksums).map(|s| (s.seq, s.ack, s.control, s.payload.len()));
+                    let full = TcpFrameRepr::parse_with(bytes, checksums)
+                        .map(|r| (r.tcp.seq_number.0 as u32, r.tcp.ack_number.map(|a| a.0 as u32), r.tcp.control, r.tcp.payload.len()));
+                    prop_assert_eq!(fast, full);
+                }
+            }
+        }
+    }
+}
