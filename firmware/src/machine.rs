@@ -7,9 +7,9 @@ use iwnic_proto::errno::ETIMEDOUT;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
-use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::net::{Checksums, SegmentOut};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
+use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
@@ -252,29 +252,20 @@ pub(crate) enum PrivateData {
     OfReceivedFrame,
 }
 
-/// Build `tcp` as a frame of `tuple` in `scratch` and queue it.
+/// Build `segment` with `payload` in `scratch` and queue it.
 fn transmit<H: Hal>(
-    config: &Config,
+    checksums: Checksums,
     scratch: &mut [u8; MAX_FRAME_LEN],
     counters: &mut Counters,
     hal: &mut H,
-    tuple: FourTuple,
-    remote_mac: [u8; 6],
-    tcp: TcpRepr,
+    segment: &SegmentOut,
+    payload: &[u8],
 ) {
-    if tcp.control == TcpControl::Rst {
+    if segment.control == TcpControl::Rst {
         counters.resets_sent += 1;
     }
-    let frame = TcpFrameRepr {
-        src_mac: EthernetAddress(config.mac),
-        dst_mac: EthernetAddress(remote_mac),
-        src_ip: Ipv4Address::from(tuple.local_ip),
-        dst_ip: Ipv4Address::from(tuple.remote_ip),
-        ttl: DEFAULT_TTL,
-        tcp,
-    };
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
-    if let Ok(len) = frame.emit_with(scratch, config.checksums) {
+    if let Ok(len) = segment.emit(payload, scratch, checksums) {
         hal.transmit_frame(&scratch[..len]);
         counters.frames_sent += 1;
     }
@@ -412,7 +403,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     fn set_time(&mut self, now: Instant) {
         self.now_ms = now.total_millis() as u32;
         // RFC 6528: the ISN clock ticks every 4 µs.
-        self.isn_clock = (now.total_micros() / 4) as u32;
+        self.isn_clock = (now.total_micros() as u64 >> 2) as u32;
         if !self.started {
             self.timers.start(self.now_ms);
             self.started = true;
@@ -645,40 +636,31 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 .unwrap_or(&[]),
         };
         let syn = control == TcpControl::Syn;
-        let ack = !(syn && c.state == State::SynSent);
-        let tcp = TcpRepr {
+        let segment = SegmentOut {
+            src_mac: config.mac,
+            dst_mac: c.remote_mac,
+            src_ip: c.tuple.local_ip,
+            dst_ip: c.tuple.remote_ip,
             src_port: c.tuple.local_port,
             dst_port: c.tuple.remote_port,
             control,
-            seq_number: TcpSeqNumber(seq as i32),
-            ack_number: ack.then_some(TcpSeqNumber(c.rcv_nxt as i32)),
-            window_len: config.window,
-            window_scale: syn.then_some(config.window_shift),
-            max_seg_size: syn.then_some(config.mss),
-            sack_permitted: false,
-            sack_ranges: [None; 3],
-            timestamp: None,
-            payload,
+            seq,
+            ack: (!(syn && c.state == State::SynSent)).then_some(c.rcv_nxt),
+            window: config.window,
+            syn_options: syn.then_some((config.mss, config.window_shift)),
         };
-        transmit(config, tx_frame, counters, hal, c.tuple, c.remote_mac, tcp);
+        transmit(config.checksums, tx_frame, counters, hal, &segment, payload);
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
-    pub(crate) fn send_stray<H: Hal>(
-        &mut self,
-        hal: &mut H,
-        tuple: FourTuple,
-        remote_mac: [u8; 6],
-        tcp: TcpRepr,
-    ) {
+    pub(crate) fn send_stray<H: Hal>(&mut self, hal: &mut H, segment: &SegmentOut) {
         transmit(
-            &self.config,
+            self.config.checksums,
             &mut self.tx_frame,
             &mut self.counters,
             hal,
-            tuple,
-            remote_mac,
-            tcp,
+            segment,
+            &[],
         );
     }
 

@@ -5,9 +5,9 @@ use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr, LENGTH_LEN};
 use iwnic_proto::host::EventKind;
 use iwnic_proto::mpa::{Frame, FrameRepr, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
-use iwnic_proto::net::TcpFrameRepr;
+use iwnic_proto::net::{SegmentOut, TcpSegment};
 use iwnic_proto::Error;
-use smoltcp::wire::{TcpControl, TcpRepr, TcpSeqNumber};
+use smoltcp::wire::TcpControl;
 
 use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Hal};
 use crate::machine::{Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING};
@@ -23,44 +23,39 @@ fn seq_diff(a: u32, b: u32) -> i32 {
     a.wrapping_sub(b) as i32
 }
 
-fn seq(n: TcpSeqNumber) -> u32 {
-    n.0 as u32
-}
-
 impl<const N: usize, const B: usize> Machine<N, B> {
     pub(crate) fn on_frame<H: Hal>(&mut self, hal: &mut H, frame: &[u8]) {
-        let Ok(f) = TcpFrameRepr::parse_with(frame, self.config.checksums) else {
+        let Ok(seg) = TcpSegment::parse(frame, self.config.checksums) else {
             self.counters.frames_ignored += 1;
             return;
         };
-        if f.dst_ip.octets() != self.config.ip {
+        if seg.dst_ip != self.config.ip {
             self.counters.frames_ignored += 1;
             return;
         }
         let tuple = FourTuple {
             local_ip: self.config.ip,
-            local_port: f.tcp.dst_port,
-            remote_ip: f.src_ip.octets(),
-            remote_port: f.tcp.src_port,
+            local_port: seg.dst_port,
+            remote_ip: seg.src_ip,
+            remote_port: seg.src_port,
         };
         match self.by_tuple.get(&tuple).copied() {
-            Some(i) => self.on_segment(hal, i as usize, &f),
-            None => self.on_unmatched(hal, tuple, &f),
+            Some(i) => self.on_segment(hal, i as usize, &seg),
+            None => self.on_unmatched(hal, tuple, &seg),
         }
     }
 
-    fn on_unmatched<H: Hal>(&mut self, hal: &mut H, tuple: FourTuple, f: &TcpFrameRepr) {
-        let seg = &f.tcp;
+    fn on_unmatched<H: Hal>(&mut self, hal: &mut H, tuple: FourTuple, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
             return;
         }
-        if seg.control == TcpControl::Syn && seg.ack_number.is_none() {
+        if seg.control == TcpControl::Syn && seg.ack.is_none() {
             if let Some(l) = self.find_listener(&tuple) {
-                return self.on_syn(hal, l, tuple, f);
+                return self.on_syn(hal, l, tuple, seg);
             }
         }
         self.counters.segments_unmatched += 1;
-        self.reset_reply(hal, tuple, f.src_mac.0, seg);
+        self.reset_reply(hal, tuple, seg.src_mac, seg);
     }
 
     /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1).
@@ -69,30 +64,29 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         hal: &mut H,
         tuple: FourTuple,
         remote_mac: [u8; 6],
-        seg: &TcpRepr,
+        seg: &TcpSegment,
     ) {
-        let (seq_number, ack_number) = match seg.ack_number {
+        let (seq, ack) = match seg.ack {
             Some(ack) => (ack, None),
-            None => (TcpSeqNumber(0), Some(seg.seq_number + seg.segment_len())),
+            None => (0, Some(seg.seq.wrapping_add(seg.segment_len()))),
         };
-        let rst = TcpRepr {
+        let rst = SegmentOut {
+            src_mac: self.config.mac,
+            dst_mac: remote_mac,
+            src_ip: tuple.local_ip,
+            dst_ip: tuple.remote_ip,
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
             control: TcpControl::Rst,
-            seq_number,
-            ack_number,
-            window_len: 0,
-            window_scale: None,
-            max_seg_size: None,
-            sack_permitted: false,
-            sack_ranges: [None; 3],
-            timestamp: None,
-            payload: &[],
+            seq,
+            ack,
+            window: 0,
+            syn_options: None,
         };
-        self.send_stray(hal, tuple, remote_mac, rst);
+        self.send_stray(hal, &rst);
     }
 
-    fn on_syn<H: Hal>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, f: &TcpFrameRepr) {
+    fn on_syn<H: Hal>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
         let Some(listener) = self.listeners[l] else {
             return;
         };
@@ -100,16 +94,16 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.syn_dropped_half_open += 1;
             return;
         }
-        let Some(i) = self.alloc(tuple, f.src_mac.0, State::SynReceived) else {
+        let Some(i) = self.alloc(tuple, seg.src_mac, State::SynReceived) else {
             return;
         };
         let iss = self.isn(&tuple);
         let c = &mut self.conns[i];
         c.listener = l as u8;
-        c.rcv_nxt = seq(f.tcp.seq_number).wrapping_add(1);
+        c.rcv_nxt = seg.seq.wrapping_add(1);
         c.snd_una = iss;
         c.snd_nxt = iss.wrapping_add(1);
-        self.take_peer_options(i, &f.tcp);
+        self.take_peer_options(i, seg);
         if let Some(Some(l)) = self.listeners.get_mut(l) {
             l.half_open += 1;
         }
@@ -117,35 +111,34 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.arm(i, true, false);
     }
 
-    fn take_peer_options(&mut self, i: usize, seg: &TcpRepr) {
+    fn take_peer_options(&mut self, i: usize, seg: &TcpSegment) {
         let c = &mut self.conns[i];
-        c.peer_mss = seg.max_seg_size.unwrap_or(536);
-        c.peer_window_shift = seg.window_scale.unwrap_or(NO_WINDOW_SCALING);
-        c.peer_window = seg.window_len;
+        c.peer_mss = seg.max_seg_size().unwrap_or(536);
+        c.peer_window_shift = seg.window_scale().unwrap_or(NO_WINDOW_SCALING);
+        c.peer_window = seg.window;
     }
 
-    fn on_segment<H: Hal>(&mut self, hal: &mut H, i: usize, f: &TcpFrameRepr) {
-        let seg = &f.tcp;
+    fn on_segment<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
             return self.on_rst(hal, i, seg);
         }
         match self.conns[i].state {
-            State::SynSent => self.in_syn_sent(hal, i, f),
+            State::SynSent => self.in_syn_sent(hal, i, seg),
             State::SynReceived => self.in_syn_received(hal, i, seg),
             _ => self.in_stream(hal, i, seg),
         }
     }
 
-    fn on_rst<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+    fn on_rst<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let c = &self.conns[i];
         let acceptable = match c.state {
-            State::SynSent => seg.ack_number.map(seq) == Some(c.snd_nxt),
+            State::SynSent => seg.ack == Some(c.snd_nxt),
             _ => {
                 let rcv_nxt = match c.in_datapath {
                     true => hal.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
                     false => c.rcv_nxt,
                 };
-                let offset = seq_diff(seq(seg.seq_number), rcv_nxt);
+                let offset = seq_diff(seg.seq, rcv_nxt);
                 (0..i32::from(self.config.window).max(1)).contains(&offset)
             }
         };
@@ -162,15 +155,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.drop_connection(hal, i, status);
     }
 
-    fn in_syn_sent<H: Hal>(&mut self, hal: &mut H, i: usize, f: &TcpFrameRepr) {
-        let seg = &f.tcp;
+    fn in_syn_sent<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let snd_nxt = self.conns[i].snd_nxt;
-        match (seg.control, seg.ack_number.map(seq)) {
+        match (seg.control, seg.ack) {
             (TcpControl::Syn, Some(ack)) if ack == snd_nxt => {
                 let c = &mut self.conns[i];
-                c.rcv_nxt = seq(seg.seq_number).wrapping_add(1);
+                c.rcv_nxt = seg.seq.wrapping_add(1);
                 c.snd_una = ack;
-                c.remote_mac = f.src_mac.0;
+                c.remote_mac = seg.src_mac;
                 self.take_peer_options(i, seg);
                 self.send_ack(hal, i);
                 self.send_staged(hal, i, false);
@@ -179,7 +171,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.arm(i, true, true);
             }
             (_, Some(ack)) if ack != snd_nxt => {
-                let (tuple, mac) = (self.conns[i].tuple, f.src_mac.0);
+                let (tuple, mac) = (self.conns[i].tuple, seg.src_mac);
                 self.reset_reply(hal, tuple, mac, seg);
             }
             // A SYN without ACK (simultaneous open) is not supported: the peer retries.
@@ -187,9 +179,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    fn in_syn_received<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+    fn in_syn_received<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
-        match seg.ack_number.map(seq) {
+        match seg.ack {
             // The peer sent its SYN again: our SYN-ACK was lost.
             None if seg.control == TcpControl::Syn => {
                 self.counters.retransmissions += 1;
@@ -197,7 +189,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
                 self.conns[i].snd_una = ack;
-                self.conns[i].peer_window = seg.window_len;
+                self.conns[i].peer_window = seg.window;
                 self.conns[i].state = State::AwaitRequest;
                 if self.take_buffer(i).is_none() {
                     return self.abort(hal, i, -ECONNRESET);
@@ -216,10 +208,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Every state after the handshake: the ACK first (it may move the state on), then
     /// the payload and FIN, taken strictly in order.
-    fn in_stream<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
-        if let Some(ack) = seg.ack_number {
-            self.take_ack(i, seq(ack));
-            self.conns[i].peer_window = seg.window_len;
+    fn in_stream<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+        if let Some(ack) = seg.ack {
+            self.take_ack(i, ack);
+            self.conns[i].peer_window = seg.window;
             self.after_ack(hal, i);
         }
         let fin = seg.control == TcpControl::Fin;
@@ -228,7 +220,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             State::Established => return self.in_fpdu_mode(hal, i, seg),
             _ => {}
         }
-        let offset = seq_diff(seq(seg.seq_number), self.conns[i].rcv_nxt);
+        let offset = seq_diff(seg.seq, self.conns[i].rcv_nxt);
         if offset > 0 {
             self.counters.segments_out_of_order += 1;
             return self.send_ack(hal, i);
@@ -570,11 +562,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// A frame of a flow the datapath carries: its FIN (the datapath delivered any payload
     /// in front of it), its RST, or data that raced the hand-off.
-    fn in_fpdu_mode<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpRepr) {
+    fn in_fpdu_mode<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let Some(ctx) = hal.read_flow(i as u16) else {
             return;
         };
-        let end = seq(seg.seq_number).wrapping_add(seg.payload.len() as u32);
+        let end = seg.seq.wrapping_add(seg.payload.len() as u32);
         if seg.control == TcpControl::Fin && end == ctx.rcv_nxt {
             self.take_back_flow(hal, i);
             self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(1);

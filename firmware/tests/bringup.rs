@@ -45,7 +45,9 @@ impl DelayNs for Recorder {
         self.0.borrow_mut().push(Step::WaitNs(u64::from(ns)));
     }
     fn delay_ms(&mut self, ms: u32) {
-        self.0.borrow_mut().push(Step::WaitNs(u64::from(ms) * 1_000_000));
+        self.0
+            .borrow_mut()
+            .push(Step::WaitNs(u64::from(ms) * 1_000_000));
     }
 }
 
@@ -54,9 +56,33 @@ fn phy_reset_holds_then_settles() {
     let log = Recorder::default();
     let (mut pin, mut delay) = (log.clone(), log.clone());
     reset_phy(&mut pin, &mut delay, PhyResetTiming::default()).unwrap();
-    assert_eq!(log.steps(), [Step::Low, Step::WaitNs(10_000_000), Step::High, Step::WaitNs(50_000_000)]);
-    reset_phy(&mut pin, &mut delay, PhyResetTiming { assert_ms: 1, settle_ms: 2 }).unwrap();
-    assert_eq!(log.steps(), [Step::Low, Step::WaitNs(1_000_000), Step::High, Step::WaitNs(2_000_000)]);
+    assert_eq!(
+        log.steps(),
+        [
+            Step::Low,
+            Step::WaitNs(10_000_000),
+            Step::High,
+            Step::WaitNs(50_000_000)
+        ]
+    );
+    reset_phy(
+        &mut pin,
+        &mut delay,
+        PhyResetTiming {
+            assert_ms: 1,
+            settle_ms: 2,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        log.steps(),
+        [
+            Step::Low,
+            Step::WaitNs(1_000_000),
+            Step::High,
+            Step::WaitNs(2_000_000)
+        ]
+    );
 }
 
 #[test]

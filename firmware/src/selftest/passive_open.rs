@@ -2,7 +2,7 @@
 //! fixed buffers and a scripted initiator. It is the on-target proof that the state
 //! machine runs on the soft core's ISA, and the workload of the setup benchmark.
 
-use heapless::{Deque, Vec};
+use heapless::Vec;
 use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, Record, MAX_RECORD_LEN};
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
@@ -13,8 +13,6 @@ use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_L
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
-type Frame = Vec<u8, FRAME>;
-type RecordBytes = Vec<u8, MAX_RECORD_LEN>;
 
 const NIC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const NIC_IP: [u8; 4] = [10, 0, 0, 1];
@@ -33,40 +31,82 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
+/// A FIFO of byte strings in place, as a hardware queue holds them: each is copied once
+/// in and once out, never moved whole.
+struct Ring<const SLOTS: usize, const SIZE: usize> {
+    data: [[u8; SIZE]; SLOTS],
+    len: [usize; SLOTS],
+    head: usize,
+    count: usize,
+}
+
+impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
+    fn default() -> Self {
+        Ring {
+            data: [[0; SIZE]; SLOTS],
+            len: [0; SLOTS],
+            head: 0,
+            count: 0,
+        }
+    }
+}
+
+impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
+    /// Queue `bytes`; `false` (and nothing queued) when full or too long.
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        if self.count == SLOTS || bytes.len() > SIZE {
+            return false;
+        }
+        let slot = (self.head + self.count) % SLOTS;
+        self.data[slot][..bytes.len()].copy_from_slice(bytes);
+        self.len[slot] = bytes.len();
+        self.count += 1;
+        true
+    }
+
+    /// The oldest entry, copied into `out`; its length.
+    fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.count == 0 {
+            return None;
+        }
+        let (slot, len) = (self.head, self.len[self.head]);
+        out.get_mut(..len)?.copy_from_slice(&self.data[slot][..len]);
+        self.head = (self.head + 1) % SLOTS;
+        self.count -= 1;
+        Some(len)
+    }
+
+    fn room(&self) -> usize {
+        SLOTS - self.count
+    }
+}
+
 /// A NIC made of fixed in-memory queues and a small flow table.
 #[derive(Default)]
 pub struct MemoryNic {
-    rx: Deque<Frame, 2>,
-    tx: Deque<Frame, 4>,
-    commands: Deque<RecordBytes, 2>,
-    records: Deque<RecordBytes, 4>,
+    rx: Ring<2, FRAME>,
+    tx: Ring<4, FRAME>,
+    commands: Ring<2, MAX_RECORD_LEN>,
+    records: Ring<4, MAX_RECORD_LEN>,
     flows: Vec<FlowContext, 4>,
 }
 
 impl Hal for MemoryNic {
     fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
-        let frame = self.rx.pop_front()?;
-        buf[..frame.len()].copy_from_slice(&frame);
-        Some(frame.len())
+        self.rx.pop_into(buf)
     }
     fn transmit_frame(&mut self, frame: &[u8]) {
         // A full queue drops the frame, like the hardware TX queue.
-        if let Ok(f) = Frame::from_slice(frame) {
-            let _ = self.tx.push_back(f);
-        }
+        self.tx.push(frame);
     }
     fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
-        let record = self.commands.pop_front()?;
-        buf[..record.len()].copy_from_slice(&record);
-        Some(record.len())
+        self.commands.pop_into(buf)
     }
     fn host_space(&self) -> usize {
-        self.records.capacity() - self.records.len()
+        self.records.room()
     }
     fn push_record(&mut self, record: &[u8]) {
-        if let Ok(r) = RecordBytes::from_slice(record) {
-            let _ = self.records.push_back(r);
-        }
+        self.records.push(record);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
         self.remove_flow(flow.index);
@@ -95,7 +135,13 @@ struct Initiator {
 }
 
 impl Initiator {
-    fn segment(&mut self, control: TcpControl, payload: &[u8]) -> Result<Frame, &'static str> {
+    /// Send a segment to the NIC.
+    fn send(
+        &mut self,
+        nic: &mut MemoryNic,
+        control: TcpControl,
+        payload: &[u8],
+    ) -> Result<(), &'static str> {
         let syn = control == TcpControl::Syn;
         let repr = TcpFrameRepr {
             src_mac: EthernetAddress(PEER_MAC),
@@ -118,22 +164,21 @@ impl Initiator {
                 payload,
             },
         };
-        let mut frame = Frame::new();
-        frame
-            .resize(repr.buffer_len(), 0)
-            .map_err(|_| "frame too long")?;
-        repr.emit_with(&mut frame, self.checksums)
+        let mut frame = [0u8; FRAME];
+        let len = repr
+            .emit_with(&mut frame, self.checksums)
             .map_err(|_| "emit")?;
         self.snd_nxt = self
             .snd_nxt
             .wrapping_add(payload.len() as u32 + u32::from(syn));
-        Ok(frame)
+        expect(nic.rx.push(&frame[..len]), "the NIC's RX queue is full")
     }
 
     /// Take the NIC's next frame to us; its TCP control.
     fn receive(&mut self, nic: &mut MemoryNic) -> Result<TcpControl, &'static str> {
-        let frame = nic.tx.pop_front().ok_or("the NIC sent nothing")?;
-        let f = TcpFrameRepr::parse_with(&frame, self.checksums)
+        let mut frame = [0u8; FRAME];
+        let len = nic.tx.pop_into(&mut frame).ok_or("the NIC sent nothing")?;
+        let f = TcpFrameRepr::parse_with(&frame[..len], self.checksums)
             .map_err(|_| "the NIC sent a bad frame")?;
         if f.tcp.dst_port != self.port {
             return Err("frame for another port");
@@ -147,20 +192,16 @@ impl Initiator {
 
 fn command(nic: &mut MemoryNic, tag: u32, command: Command) -> Result<(), &'static str> {
     let record = CommandRecord { tag, command };
-    let mut bytes = RecordBytes::new();
-    bytes
-        .resize(record.buffer_len(), 0)
-        .map_err(|_| "record too long")?;
-    record.emit(&mut bytes).map_err(|_| "emit record")?;
-    nic.commands
-        .push_back(bytes)
-        .map_err(|_| "command queue full")
+    let mut bytes = [0u8; MAX_RECORD_LEN];
+    let len = record.emit(&mut bytes).map_err(|_| "emit record")?;
+    expect(nic.commands.push(&bytes[..len]), "command queue full")
 }
 
 /// The next record pushed to the host, as (kind, status, handle): kind 0 for a completion.
 fn record(nic: &mut MemoryNic) -> Result<(u8, i32, u32), &'static str> {
-    let bytes = nic.records.pop_front().ok_or("no record")?;
-    match Record::parse(&bytes).map_err(|_| "bad record")? {
+    let mut bytes = [0u8; MAX_RECORD_LEN];
+    let len = nic.records.pop_into(&mut bytes).ok_or("no record")?;
+    match Record::parse(&bytes[..len]).map_err(|_| "bad record")? {
         Record::Completion(c) => Ok((0, c.status, c.handle)),
         Record::Event(e) => Ok((e.kind as u8, e.status, e.conn)),
         Record::Command(_) => Err("a command came back"),
@@ -211,9 +252,7 @@ pub fn passive_setup<const N: usize, const B: usize>(
         snd_nxt: u32::from(port) << 8,
         rcv_nxt: 0,
     };
-    nic.rx
-        .push_back(peer.segment(TcpControl::Syn, &[])?)
-        .map_err(|_| "rx full")?;
+    peer.send(nic, TcpControl::Syn, &[])?;
     poll(fw, nic);
     expect(peer.receive(nic)? == TcpControl::Syn, "SYN-ACK")?;
 
@@ -237,12 +276,8 @@ pub fn passive_setup<const N: usize, const B: usize>(
     };
     let mut mpa = [0u8; 64];
     let len = request.emit(&mut mpa).map_err(|_| "emit request")?;
-    nic.rx
-        .push_back(peer.segment(TcpControl::None, &[])?)
-        .map_err(|_| "rx full")?;
-    nic.rx
-        .push_back(peer.segment(TcpControl::Psh, &mpa[..len])?)
-        .map_err(|_| "rx full")?;
+    peer.send(nic, TcpControl::None, &[])?;
+    peer.send(nic, TcpControl::Psh, &mpa[..len])?;
     poll(fw, nic);
     expect(peer.receive(nic)? == TcpControl::None, "ACK of the request")?;
     let (kind, status, conn) = record(nic)?;
@@ -277,9 +312,7 @@ pub fn passive_setup<const N: usize, const B: usize>(
     let n = iwnic_proto::fpdu::FpduRepr { ulpdu: &ulpdu[..n] }
         .emit(&mut fpdu)
         .map_err(|_| "emit FPDU")?;
-    nic.rx
-        .push_back(peer.segment(TcpControl::Psh, &fpdu[..n])?)
-        .map_err(|_| "rx full")?;
+    peer.send(nic, TcpControl::Psh, &fpdu[..n])?;
     poll(fw, nic);
     expect(peer.receive(nic)? == TcpControl::None, "ACK of the RTR")?;
     expect(record(nic)? == (0, 0, conn), "accept completes")?;
