@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Firmware connection-setup benchmark, three ways:
+#   1. nanoseconds per passive setup on this host (cargo bench, median of five rounds);
+#   2. host instructions per setup: the same binary under callgrind, counting only
+#      Firmware::poll (repeatable whatever else the machine does);
+#   3. RISC-V instructions per setup on the target build under QEMU (minstret, -icount).
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+
+scripts/setup.sh >/dev/null
+
+echo "== nanoseconds (host)"
+cargo bench -q -p iwnic-firmware --bench setup
+
+echo "== host instructions (callgrind, Firmware::poll only)"
+bench=$(cargo bench -p iwnic-firmware --bench setup --no-run --message-format=json 2>/dev/null \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+connections=1000
+out=$(mktemp)
+IWNIC_BENCH_CONNECTIONS=$connections valgrind --tool=callgrind --callgrind-out-file="$out" \
+    --toggle-collect='*Firmware*poll*' "$bench" >/dev/null 2>&1
+# Ten rounds ran (two checksum modes x five); the total covers all of them.
+total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+rm -f "$out"
+echo "  $((total / (connections * 10))) host instructions per setup and release (both checksum modes averaged, $connections x 10 connections)"
+
+echo "== RISC-V instructions (QEMU, minstret)"
+scripts/riscv-firmware.sh | grep -E '^bench|sections'
