@@ -139,9 +139,12 @@ fn waiver_flags() -> impl Iterator<Item = String> {
 }
 
 fn run(command: &mut Command) -> Result<(), Error> {
-    let output = command.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::VerilatorMissing,
-        _ => Error::Io(e),
+    let output = command.output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && command.get_program() == "verilator" {
+            Error::VerilatorMissing
+        } else {
+            Error::Io(e)
+        }
     })?;
     if output.status.success() {
         Ok(())
