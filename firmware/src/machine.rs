@@ -223,6 +223,7 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) next_port: u16,
     pub(crate) counters: Counters,
     published: Counters,
+    published_at: u32,
     started: bool,
     pub(crate) now_ms: u32,
     /// Where frames and records are built before they go to the Hal.
@@ -351,9 +352,12 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             };
             m.on_timer(hal, i);
         }
-        if m.counters != m.published {
+        // Counters reach the register window once per millisecond at most: fresh enough
+        // for anyone reading them, and no copy on every poll of a busy millisecond.
+        if m.now_ms != m.published_at && m.counters != m.published {
             hal.publish_counters(&m.counters);
             m.published = m.counters;
+            m.published_at = m.now_ms;
         }
     }
 }
@@ -393,6 +397,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             next_port: 0,
             counters: Counters::ZERO,
             published: Counters::ZERO,
+            published_at: u32::MAX,
             started: false,
             now_ms: 0,
             tx_frame: [0; MAX_FRAME_LEN],

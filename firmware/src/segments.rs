@@ -113,8 +113,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     fn take_peer_options(&mut self, i: usize, seg: &TcpSegment) {
         let c = &mut self.conns[i];
-        c.peer_mss = seg.max_seg_size().unwrap_or(536);
-        c.peer_window_shift = seg.window_scale().unwrap_or(NO_WINDOW_SCALING);
+        c.peer_mss = seg.max_seg_size.unwrap_or(536);
+        c.peer_window_shift = seg.window_scale.unwrap_or(NO_WINDOW_SCALING);
         c.peer_window = seg.window;
     }
 

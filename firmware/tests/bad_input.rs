@@ -173,6 +173,10 @@ fn undecodable_commands_complete_with_einval() {
     );
     assert_eq!(done(&out[0]).tag, 42);
     assert_eq!(bench.fw.counters().bad_commands, 2);
+    // The register window sees them by the next millisecond.
+    bench.advance(1);
+    assert_eq!(bench.hal.counters.bad_commands, 2);
+    assert_eq!(bench.hal.counters, *bench.fw.counters());
 }
 
 #[test]

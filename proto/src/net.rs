@@ -170,8 +170,45 @@ pub struct TcpSegment<'a> {
     pub ack: Option<u32>,
     pub control: TcpControl,
     pub window: u16,
-    pub options: &'a [u8],
+    /// The MSS option.
+    pub max_seg_size: Option<u16>,
+    /// The window scale option, limited to 14 (RFC 7323 §2.3).
+    pub window_scale: Option<u8>,
     pub payload: &'a [u8],
+}
+
+/// Walk TCP options by kind and length, without building an option value for each:
+/// the MSS and window scale (the last of each, as `TcpRepr` keeps), or `Err` for the
+/// options `smoltcp`'s `TcpOption::parse` refuses.
+fn scan_options(mut options: &[u8]) -> core::result::Result<(Option<u16>, Option<u8>), ()> {
+    const END: u8 = 0;
+    const NOP: u8 = 1;
+    const MSS: u8 = 2;
+    const WS: u8 = 3;
+    const SACK_PERMITTED: u8 = 4;
+    const SACK: u8 = 5;
+    let (mut mss, mut ws) = (None, None);
+    while let Some(&kind) = options.first() {
+        let len = match kind {
+            END => break,
+            NOP => 1,
+            _ => {
+                let len = usize::from(*options.get(1).ok_or(())?);
+                let data = options.get(2..len).ok_or(())?;
+                match (kind, len) {
+                    (MSS, 4) => mss = Some(u16::from_be_bytes([data[0], data[1]])),
+                    (WS, 3) => ws = Some(data[0].min(14)),
+                    (SACK_PERMITTED, 2) => {}
+                    (MSS | WS | SACK_PERMITTED, _) => return Err(()),
+                    (SACK, n) if n < 10 || (n - 2) % 8 != 0 => return Err(()),
+                    _ => {}
+                }
+                len
+            }
+        };
+        options = &options[len..];
+    }
+    Ok((mss, ws))
 }
 
 impl<'a> TcpSegment<'a> {
@@ -211,16 +248,8 @@ impl<'a> TcpSegment<'a> {
             (false, false, true, _) => TcpControl::Rst,
             _ => return Err(FrameError::Malformed),
         };
-        let options = tcp.options();
-        // Options must parse, as TcpRepr requires.
-        let mut rest = options;
-        while !rest.is_empty() {
-            match TcpOption::parse(rest) {
-                Ok((_, TcpOption::EndOfList)) => break,
-                Ok((next, _)) => rest = next,
-                Err(_) => return Err(FrameError::Malformed),
-            }
-        }
+        let (max_seg_size, window_scale) =
+            scan_options(tcp.options()).map_err(|_| FrameError::Malformed)?;
         Ok(TcpSegment {
             src_mac: eth.src_addr().0,
             src_ip: src.octets(),
@@ -231,39 +260,10 @@ impl<'a> TcpSegment<'a> {
             ack: tcp.ack().then_some(tcp.ack_number().0 as u32),
             control,
             window: tcp.window_len(),
-            options,
+            max_seg_size,
+            window_scale,
             payload: tcp.payload(),
         })
-    }
-
-    fn option(&self, mut pick: impl FnMut(&TcpOption) -> bool) -> Option<TcpOption<'a>> {
-        let mut rest = self.options;
-        while let Ok((next, option)) = TcpOption::parse(rest) {
-            if option == TcpOption::EndOfList {
-                return None;
-            }
-            if pick(&option) {
-                return Some(option);
-            }
-            rest = next;
-        }
-        None
-    }
-
-    /// The MSS option.
-    pub fn max_seg_size(&self) -> Option<u16> {
-        match self.option(|o| matches!(o, TcpOption::MaxSegmentSize(_)))? {
-            TcpOption::MaxSegmentSize(mss) => Some(mss),
-            _ => None,
-        }
-    }
-
-    /// The window scale option, limited to 14 (RFC 7323 §2.3).
-    pub fn window_scale(&self) -> Option<u8> {
-        match self.option(|o| matches!(o, TcpOption::WindowScale(_)))? {
-            TcpOption::WindowScale(shift) => Some(shift.min(14)),
-            _ => None,
-        }
     }
 
     /// Sequence space the segment takes: payload, plus one for SYN or FIN.

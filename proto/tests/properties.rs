@@ -417,8 +417,21 @@ mod fast_path {
             let seg = TcpSegment::parse(&fast, checksums).unwrap();
             prop_assert_eq!((seg.src_port, seg.dst_port, seg.control, seg.window), (repr.tcp.src_port, repr.tcp.dst_port, repr.tcp.control, repr.tcp.window_len));
             prop_assert_eq!((seg.seq, seg.ack), (out.seq, out.ack));
-            prop_assert_eq!((seg.max_seg_size(), seg.window_scale()), (repr.tcp.max_seg_size, repr.tcp.window_scale));
+            prop_assert_eq!((seg.max_seg_size, seg.window_scale), (repr.tcp.max_seg_size, repr.tcp.window_scale));
             prop_assert_eq!(seg.payload, &payload[..]);
+        }
+
+        #[test]
+        fn reads_options_as_the_full_representation_does(options in any::<[u8; 8]>(), base in tcp_frame()) {
+            let mut base = base;
+            base.tcp.max_seg_size = Some(1460);
+            base.tcp.window_scale = Some(7);
+            let mut frame = vec![0u8; base.buffer_len()];
+            base.emit(&mut frame).unwrap();
+            frame[54..62].copy_from_slice(&options); // the 8 option bytes after the fixed header
+            let fast = TcpSegment::parse(&frame, Checksums::Offloaded).map(|s| (s.max_seg_size, s.window_scale));
+            let full = TcpFrameRepr::parse_with(&frame, Checksums::Offloaded).map(|r| (r.tcp.max_seg_size, r.tcp.window_scale));
+            prop_assert_eq!(fast, full);
         }
 
         #[test]
@@ -431,9 +444,12 @@ mod fast_path {
             }
             for bytes in [&data[..], &frame[..]] {
                 for checksums in [Checksums::Software, Checksums::Offloaded] {
-                    let fast = TcpSegment::parse(bytes, checksums).map(|s| (s.seq, s.ack, s.control, s.payload.len()));
-                    let full = TcpFrameRepr::parse_with(bytes, checksums)
-                        .map(|r| (r.tcp.seq_number.0 as u32, r.tcp.ack_number.map(|a| a.0 as u32), r.tcp.control, r.tcp.payload.len()));
+                    let fast = TcpSegment::parse(bytes, checksums)
+                        .map(|s| (s.seq, s.ack, s.control, s.payload.len(), s.max_seg_size, s.window_scale));
+                    let full = TcpFrameRepr::parse_with(bytes, checksums).map(|r| {
+                        let t = r.tcp;
+                        (t.seq_number.0 as u32, t.ack_number.map(|a| a.0 as u32), t.control, t.payload.len(), t.max_seg_size, t.window_scale)
+                    });
                     prop_assert_eq!(fast, full);
                 }
             }
