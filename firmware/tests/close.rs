@@ -226,6 +226,45 @@ mod closing {
     }
 
     #[test]
+    fn rst_in_each_closing_state() {
+        // FIN_WAIT_1, FIN_WAIT_2, CLOSING: the host hears CLOSE -ECONNRESET. TIME_WAIT: it
+        // already heard CLOSE 0; the entry just goes.
+        for state in [State::FinWait1, State::FinWait2, State::Closing, State::TimeWait] {
+            let mut bench = Bench::default();
+            let (mut peer, conn) = established(&mut bench, 0);
+            bench.command(Command::Disconnect { conn, abrupt: false });
+            bench.out();
+            let our_fin = bench.sent();
+            match state {
+                State::FinWait1 => {}
+                State::FinWait2 => {
+                    peer.saw_all(&our_fin);
+                    bench.deliver(peer.ack());
+                }
+                State::Closing => bench.deliver(peer.fin()),
+                _ => {
+                    peer.saw_all(&our_fin);
+                    bench.deliver(peer.ack());
+                    bench.deliver(peer.fin());
+                }
+            }
+            let before = bench.out();
+            assert_eq!(bench.fw.state(conn).or(Some(State::TimeWait)), Some(state));
+            bench.sent();
+            bench.deliver(peer.rst());
+            let after = briefs(&bench.out());
+            if state == State::TimeWait {
+                assert_eq!(briefs(&before), ["Close(0)"]);
+                assert!(after.is_empty(), "CLOSE was already the last event");
+            } else {
+                assert_eq!(after, [format!("Close({})", -ECONNRESET)], "{state:?}");
+            }
+            assert!(bench.sent().is_empty(), "{state:?}: no RST answers a RST");
+            assert_eq!(bench.fw.connections(), 0, "{state:?}");
+        }
+    }
+
+    #[test]
     fn data_after_our_fin_is_acknowledged_and_dropped() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
