@@ -20,6 +20,13 @@ pub struct FourTuple {
 /// the hand-off and read back at close. Sequence numbers are those of the exact byte where
 /// FPDU mode begins (`snd_nxt`, `rcv_nxt`); `snd_una` lets the firmware see when the bytes
 /// it sent itself (MPA reply, RTR) are acknowledged.
+///
+/// What the firmware relies on the datapath for, per flow in FPDU mode:
+/// - frames with FIN or RST, and every frame while `rtr_expected`, go to the firmware RX
+///   queue; a FIN segment's in-order payload is delivered first and `rcv_nxt` advanced;
+/// - a segment with data the flow already received is answered with an ACK of `rcv_nxt`
+///   (the peer's firmware may be retransmitting its RTR because our ACK was lost);
+/// - `snd_una` follows the peer's ACKs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FlowContext {
     /// Connection index: the tag of this flow's ULPDUs on the host streams.

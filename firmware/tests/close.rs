@@ -229,10 +229,18 @@ mod closing {
     fn rst_in_each_closing_state() {
         // FIN_WAIT_1, FIN_WAIT_2, CLOSING: the host hears CLOSE -ECONNRESET. TIME_WAIT: it
         // already heard CLOSE 0; the entry just goes.
-        for state in [State::FinWait1, State::FinWait2, State::Closing, State::TimeWait] {
+        for state in [
+            State::FinWait1,
+            State::FinWait2,
+            State::Closing,
+            State::TimeWait,
+        ] {
             let mut bench = Bench::default();
             let (mut peer, conn) = established(&mut bench, 0);
-            bench.command(Command::Disconnect { conn, abrupt: false });
+            bench.command(Command::Disconnect {
+                conn,
+                abrupt: false,
+            });
             bench.out();
             let our_fin = bench.sent();
             match state {
