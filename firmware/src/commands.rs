@@ -374,12 +374,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             State::Established => {
                 self.complete(hal, tag, 0, handle);
                 self.take_back_flow(hal, i);
-                let seq = self.conns[i].snd_nxt;
-                self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
-                self.conns[i].snd_nxt = seq.wrapping_add(1);
-                self.conns[i].state = State::FinWait1;
-                self.reset_backoff(i);
-                self.arm(i, true, false);
+                self.close_gracefully(hal, i);
             }
             // A connection still being set up is given up: the host hears the one reply.
             State::SynSent | State::AwaitReply | State::AwaitRtrAck | State::AwaitRtr => {

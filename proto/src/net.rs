@@ -35,6 +35,49 @@ impl Checksums {
     }
 }
 
+/// The TCP segment of a frame, with the addresses around it, checked as far as both
+/// parsers need: Ethernet II, unfragmented IPv4 (options allowed), lengths, checksums
+/// when they are ours to check.
+struct Located<'a> {
+    src_mac: EthernetAddress,
+    dst_mac: EthernetAddress,
+    src_ip: Ipv4Address,
+    dst_ip: Ipv4Address,
+    ttl: u8,
+    tcp: TcpPacket<&'a [u8]>,
+}
+
+fn locate_tcp(frame: &[u8], checksums: Checksums) -> core::result::Result<Located<'_>, FrameError> {
+    let eth = EthernetFrame::new_checked(frame).map_err(|_| FrameError::Malformed)?;
+    if eth.ethertype() != EthernetProtocol::Ipv4 {
+        return Err(FrameError::NotTcp);
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|_| FrameError::Malformed)?;
+    if ip.version() != 4 || ip.more_frags() || ip.frag_offset() != 0 {
+        return Err(FrameError::NotTcp);
+    }
+    let verify = checksums == Checksums::Software;
+    if verify && !ip.verify_checksum() {
+        return Err(FrameError::BadChecksum);
+    }
+    if ip.next_header() != IpProtocol::Tcp {
+        return Err(FrameError::NotTcp);
+    }
+    let (src_ip, dst_ip) = (ip.src_addr(), ip.dst_addr());
+    let tcp = TcpPacket::new_checked(ip.payload()).map_err(|_| FrameError::Malformed)?;
+    if verify && !tcp.verify_checksum(&IpAddress::Ipv4(src_ip), &IpAddress::Ipv4(dst_ip)) {
+        return Err(FrameError::BadChecksum);
+    }
+    Ok(Located {
+        src_mac: eth.src_addr(),
+        dst_mac: eth.dst_addr(),
+        src_ip,
+        dst_ip,
+        ttl: ip.hop_limit(),
+        tcp,
+    })
+}
+
 /// One TCP segment in an Ethernet II frame over IPv4.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpFrameRepr<'a> {
@@ -69,41 +112,20 @@ impl<'a> TcpFrameRepr<'a> {
         frame: &'a [u8],
         checksums: Checksums,
     ) -> core::result::Result<TcpFrameRepr<'a>, FrameError> {
-        let eth = EthernetFrame::new_checked(frame).map_err(|_| FrameError::Malformed)?;
-        let eth_repr = EthernetRepr::parse(&eth).map_err(|_| FrameError::Malformed)?;
-        if eth_repr.ethertype != EthernetProtocol::Ipv4 {
-            return Err(FrameError::NotTcp);
-        }
-        let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|_| FrameError::Malformed)?;
-        if ip.version() != 4 || ip.more_frags() || ip.frag_offset() != 0 {
-            return Err(FrameError::NotTcp);
-        }
-        let verify = checksums == Checksums::Software;
-        if verify && !ip.verify_checksum() {
-            return Err(FrameError::BadChecksum);
-        }
-        let ip_repr = Ipv4Repr::parse(&ip, &ChecksumCapabilities::ignored())
-            .map_err(|_| FrameError::Malformed)?;
-        if ip_repr.next_header != IpProtocol::Tcp {
-            return Err(FrameError::NotTcp);
-        }
-        let payload: &'a [u8] = ip.payload();
-        let tcp = TcpPacket::new_checked(payload).map_err(|_| FrameError::Malformed)?;
+        let located = locate_tcp(frame, checksums)?;
         let (src, dst) = (
-            IpAddress::Ipv4(ip_repr.src_addr),
-            IpAddress::Ipv4(ip_repr.dst_addr),
+            IpAddress::Ipv4(located.src_ip),
+            IpAddress::Ipv4(located.dst_ip),
         );
-        if verify && !tcp.verify_checksum(&src, &dst) {
-            return Err(FrameError::BadChecksum);
-        }
+        let tcp = located.tcp;
         let tcp_repr = TcpRepr::parse(&tcp, &src, &dst, &ChecksumCapabilities::ignored())
             .map_err(|_| FrameError::Malformed)?;
         Ok(TcpFrameRepr {
-            src_mac: eth_repr.src_addr,
-            dst_mac: eth_repr.dst_addr,
-            src_ip: ip_repr.src_addr,
-            dst_ip: ip_repr.dst_addr,
-            ttl: ip_repr.hop_limit,
+            src_mac: located.src_mac,
+            dst_mac: located.dst_mac,
+            src_ip: located.src_ip,
+            dst_ip: located.dst_ip,
+            ttl: located.ttl,
             tcp: tcp_repr,
         })
     }
@@ -216,27 +238,8 @@ impl<'a> TcpSegment<'a> {
         frame: &'a [u8],
         checksums: Checksums,
     ) -> core::result::Result<TcpSegment<'a>, FrameError> {
-        let eth = EthernetFrame::new_checked(frame).map_err(|_| FrameError::Malformed)?;
-        if eth.ethertype() != EthernetProtocol::Ipv4 {
-            return Err(FrameError::NotTcp);
-        }
-        let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|_| FrameError::Malformed)?;
-        if ip.version() != 4 || ip.more_frags() || ip.frag_offset() != 0 {
-            return Err(FrameError::NotTcp);
-        }
-        let verify = checksums == Checksums::Software;
-        if verify && !ip.verify_checksum() {
-            return Err(FrameError::BadChecksum);
-        }
-        if ip.next_header() != IpProtocol::Tcp {
-            return Err(FrameError::NotTcp);
-        }
-        let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        let payload: &'a [u8] = ip.payload();
-        let tcp = TcpPacket::new_checked(payload).map_err(|_| FrameError::Malformed)?;
-        if verify && !tcp.verify_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst)) {
-            return Err(FrameError::BadChecksum);
-        }
+        let located = locate_tcp(frame, checksums)?;
+        let tcp = located.tcp;
         if tcp.src_port() == 0 || tcp.dst_port() == 0 {
             return Err(FrameError::Malformed);
         }
@@ -251,9 +254,9 @@ impl<'a> TcpSegment<'a> {
         let (max_seg_size, window_scale) =
             scan_options(tcp.options()).map_err(|_| FrameError::Malformed)?;
         Ok(TcpSegment {
-            src_mac: eth.src_addr().0,
-            src_ip: src.octets(),
-            dst_ip: dst.octets(),
+            src_mac: located.src_mac.0,
+            src_ip: located.src_ip.octets(),
+            dst_ip: located.dst_ip.octets(),
             src_port: tcp.src_port(),
             dst_port: tcp.dst_port(),
             seq: tcp.seq_number().0 as u32,
