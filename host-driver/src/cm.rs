@@ -1,6 +1,7 @@
 //! The iw_cm vocabulary: id states, events, connection parameters, QP attributes.
 
 use std::any::Any;
+use std::ffi::CStr;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -113,10 +114,17 @@ pub type Handler =
 
 /// `iwcm_reject_msg`: the reason a CONNECT_REPLY status gives, in the kernel's words.
 pub fn reject_msg(status: i32) -> &'static str {
+    reject_msg_c(status)
+        .to_str()
+        .expect("the messages are ASCII")
+}
+
+/// [`reject_msg`] as a C string, for the C ABI.
+pub(crate) fn reject_msg_c(status: i32) -> &'static CStr {
     match -status {
-        ECONNRESET => "reset by remote host",
-        ECONNREFUSED => "refused by remote application",
-        ETIMEDOUT => "setup timeout",
-        _ => "unrecognized reason",
+        ECONNRESET => c"reset by remote host",
+        ECONNREFUSED => c"refused by remote application",
+        ETIMEDOUT => c"setup timeout",
+        _ => c"unrecognized reason",
     }
 }

@@ -43,6 +43,7 @@
 pub mod cm;
 mod device;
 pub mod errno;
+pub mod ffi;
 pub mod in_process;
 pub mod rules;
 pub mod transport;
