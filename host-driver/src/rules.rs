@@ -209,7 +209,8 @@ impl TraceChecker {
         }
     }
 
-    fn handler_started(&self, key: IdKey, event: &CmEvent) {
+    /// A handler for `key` starts with `event` (what [`Self::handler`] records).
+    pub fn handler_started(&self, key: IdKey, event: &CmEvent) {
         let mut s = self.lock();
         let me = thread::current().id();
         if let Some(other) = s.running {
@@ -262,7 +263,8 @@ impl TraceChecker {
         }
     }
 
-    fn handler_returned(&self, key: IdKey, event: &CmEvent, outcome: Result<()>) {
+    /// That handler returned `outcome`.
+    pub fn handler_returned(&self, key: IdKey, event: &CmEvent, outcome: Result<()>) {
         let mut s = self.lock();
         s.running = None;
         let status = outcome.err().map_or(0, Errno::get);

@@ -204,16 +204,43 @@ impl FakeNic {
         let mut m = self.lock();
         m.conns.remove(&conn);
         if !reset {
-            push_event(&self.nic, &mut m, EventKind::Disconnect, conn, 0, 0, (3, 4), &[]);
+            push_event(
+                &self.nic,
+                &mut m,
+                EventKind::Disconnect,
+                conn,
+                0,
+                0,
+                (3, 4),
+                &[],
+            );
         }
         let status = if reset { -ECONNRESET } else { 0 };
-        push_event(&self.nic, &mut m, EventKind::Close, conn, 0, status, (3, 4), &[]);
+        push_event(
+            &self.nic,
+            &mut m,
+            EventKind::Close,
+            conn,
+            0,
+            status,
+            (3, 4),
+            &[],
+        );
     }
 
     /// Only the peer's FIN: DISCONNECT, with CLOSE still to come.
     pub fn peer_fin(&self, conn: u32) {
         let mut m = self.lock();
-        push_event(&self.nic, &mut m, EventKind::Disconnect, conn, 0, 0, (3, 4), &[]);
+        push_event(
+            &self.nic,
+            &mut m,
+            EventKind::Disconnect,
+            conn,
+            0,
+            0,
+            (3, 4),
+            &[],
+        );
     }
 
     /// A raised request's connection dies before the host answers it.
@@ -232,6 +259,11 @@ impl FakeNic {
         let seq = m.next_seq;
         m.next_seq += 1;
         seq
+    }
+
+    /// The handle the fake NIC gave out last (a Listen's or a Connect's).
+    pub fn last_handle(&self) -> u32 {
+        self.lock().next_handle - 1
     }
 
     pub fn nic(&self) -> &InProcessNic {
@@ -348,7 +380,16 @@ fn answer(nic: &InProcessNic, m: &mut Model, bytes: &[u8]) {
                 } else {
                     m.conns.insert(conn, Conn::Established);
                 }
-                push_event(nic, m, EventKind::ConnectReply, conn, 0, status, (ird, ord), &[]);
+                push_event(
+                    nic,
+                    m,
+                    EventKind::ConnectReply,
+                    conn,
+                    0,
+                    status,
+                    (ird, ord),
+                    &[],
+                );
             }
         }
         Command::Accept { conn, ird, ord, .. } => match m.conns.get(&conn) {
@@ -382,7 +423,16 @@ fn answer(nic: &InProcessNic, m: &mut Model, bytes: &[u8]) {
             Some(Conn::Connecting) => {
                 complete(0, conn);
                 m.conns.remove(&conn);
-                push_event(nic, m, EventKind::ConnectReply, conn, 0, -ECONNRESET, (0, 0), &[]);
+                push_event(
+                    nic,
+                    m,
+                    EventKind::ConnectReply,
+                    conn,
+                    0,
+                    -ECONNRESET,
+                    (0, 0),
+                    &[],
+                );
             }
             _ => complete(0, conn),
         },
@@ -481,21 +531,13 @@ impl Harness {
         self.checker
             .call(&id, iwnic_host_driver::rules::Call::Listen, || id.listen(8))
             .expect("listen");
-        let listen = self
-            .nic
-            .received()
-            .into_iter()
-            .rfind(|c| c.kind == CommandKind::Listen)
-            .expect("a Listen command");
-        assert_eq!(listen.kind, CommandKind::Listen);
-        // The fake NIC hands out handles in order; the listener's is the last one issued.
-        let handle = self.nic.lock().next_handle - 1;
-        (id, seen, handle)
+        (id, seen, self.nic.last_handle())
     }
 
     /// Wait for the next event a handler saw.
     pub fn next_event(seen: &Seen) -> (CmId, CmEvent) {
-        seen.recv_timeout(PATIENCE).expect("an event reached the handler")
+        seen.recv_timeout(PATIENCE)
+            .expect("an event reached the handler")
     }
 
     /// Wait until the dispatch thread has run everything queued before this point: a
@@ -505,12 +547,10 @@ impl Harness {
         let (marker, seen) = self.id();
         marker.set_local_addr(local_addr(PORT + 1)).unwrap();
         marker.listen(1).unwrap();
-        let handle = self.nic.lock().next_handle - 1;
-        let conn = self.nic.connect_request(handle, b"settle");
+        self.nic.connect_request(self.nic.last_handle(), b"settle");
         let (child, _) = Harness::next_event(&seen);
         child.reject(&[]).unwrap();
         marker.destroy();
-        let _ = conn;
     }
 
     pub fn param(&self) -> ConnParam {
