@@ -1,0 +1,332 @@
+//! Every call in every id state returns the contract's value (the misuse matrix of
+//! spec/iwcm.md "Return values"), and destroy does the contract's teardown in every state.
+
+mod common;
+
+use std::sync::mpsc::channel;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use common::{local_addr, peer_addr, Answer, Harness, PATIENCE, PORT, QPN};
+use iwnic_host_driver::{CmId, ConnParam, Errno, IdState, QpState};
+use iwnic_proto::host::CommandKind;
+
+/// Wait for the dispatch thread to bring `id` to `state`.
+fn wait_for_state(id: &CmId, state: IdState) {
+    let start = Instant::now();
+    while id.state() != Some(state) {
+        assert!(start.elapsed() < PATIENCE, "{id:?} never reached {state:?}");
+        std::thread::yield_now();
+    }
+}
+
+/// A fresh id in `state` (not DESTROYING), with its addresses set where IDLE needs
+/// them; the NIC handle its teardown names.
+fn id_in(h: &Harness, state: IdState) -> (CmId, u32) {
+    let connected = |auto_reply: Option<i32>| {
+        h.nic.set_auto_connect_reply(auto_reply);
+        let (id, seen) = h.id();
+        id.set_remote_addr(peer_addr()).unwrap();
+        id.connect(&h.param()).unwrap();
+        let conn = h.nic.last_handle();
+        if auto_reply.is_some() {
+            Harness::next_event(&seen);
+        }
+        (id, conn)
+    };
+    match state {
+        IdState::Idle => {
+            let (id, _) = h.id();
+            id.set_local_addr(local_addr(PORT)).unwrap();
+            id.set_remote_addr(peer_addr()).unwrap();
+            (id, 0)
+        }
+        IdState::Listen => {
+            let (id, _, handle) = h.listener_with(|_, _| Ok(()));
+            (id, handle)
+        }
+        IdState::ConnRecv => {
+            let (_listener, seen, handle) = h.listener_with(|_, _| Ok(()));
+            let conn = h.nic.connect_request(handle, b"");
+            (Harness::next_event(&seen).0, conn)
+        }
+        IdState::ConnSent => connected(None),
+        IdState::Established => connected(Some(0)),
+        IdState::Closing => {
+            let (id, conn) = connected(Some(0));
+            h.nic.peer_fin(conn);
+            wait_for_state(&id, IdState::Closing);
+            (id, conn)
+        }
+        IdState::Destroying => unreachable!("staged by its own test"),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Listen,
+    Connect,
+    Accept,
+    Reject,
+    Disconnect,
+    InitQp(QpState),
+}
+
+const CALLS: [Call; 8] = [
+    Call::Listen,
+    Call::Connect,
+    Call::Accept,
+    Call::Reject,
+    Call::Disconnect,
+    Call::InitQp(QpState::Init),
+    Call::InitQp(QpState::Rts),
+    Call::InitQp(QpState::Reset),
+];
+
+fn make(id: &CmId, call: Call) -> Result<(), Errno> {
+    let param = ConnParam {
+        qpn: QPN,
+        ird: 1,
+        ord: 1,
+        ..ConnParam::default()
+    };
+    match call {
+        Call::Listen => id.listen(4),
+        Call::Connect => id.connect(&param),
+        Call::Accept => id.accept(&param),
+        Call::Reject => id.reject(b"no"),
+        Call::Disconnect => id.disconnect(false),
+        Call::InitQp(state) => id.init_qp_attr(state).map(drop),
+    }
+}
+
+const OK: Result<(), Errno> = Ok(());
+const EINVAL: Result<(), Errno> = Err(Errno::EINVAL);
+
+#[test]
+fn every_call_in_every_state_returns_the_contracts_value() {
+    // Columns: listen, connect, accept, reject, disconnect, init_qp INIT, RTS, RESET.
+    let table: [(IdState, [Result<(), Errno>; 8]); 6] = [
+        (IdState::Idle, [OK, OK, EINVAL, EINVAL, OK, OK, OK, EINVAL]),
+        (IdState::Listen, [EINVAL; 8]),
+        (
+            IdState::ConnRecv,
+            [EINVAL, EINVAL, OK, OK, OK, OK, OK, EINVAL],
+        ),
+        (
+            IdState::ConnSent,
+            [EINVAL, EINVAL, EINVAL, EINVAL, OK, OK, OK, EINVAL],
+        ),
+        (
+            IdState::Established,
+            [EINVAL, EINVAL, EINVAL, EINVAL, OK, OK, OK, EINVAL],
+        ),
+        (
+            IdState::Closing,
+            [EINVAL, EINVAL, EINVAL, EINVAL, OK, EINVAL, EINVAL, EINVAL],
+        ),
+    ];
+    let h = Harness::new();
+    for (state, expected) in table {
+        for (call, want) in CALLS.into_iter().zip(expected) {
+            let (id, _) = id_in(&h, state);
+            assert_eq!(id.state(), Some(state));
+            assert_eq!(make(&id, call), want, "{call:?} in {state:?}");
+        }
+    }
+    assert_eq!(h.device.stats(), Default::default());
+}
+
+#[test]
+fn calls_on_a_destroyed_id_return_einval() {
+    let h = Harness::new();
+    let (id, _) = id_in(&h, IdState::Idle);
+    let clone = id.clone();
+    id.destroy();
+    for call in CALLS {
+        assert_eq!(make(&clone, call), EINVAL, "{call:?}");
+    }
+    assert_eq!(clone.set_local_addr(local_addr(PORT)), EINVAL);
+    clone.destroy(); // a second destroy does nothing
+}
+
+#[test]
+fn connect_after_a_failed_connect_is_einval() {
+    let h = Harness::new();
+    let (id, _) = id_in(&h, IdState::Idle);
+    let too_big = ConnParam {
+        qpn: QPN,
+        ird: 1000,
+        ..ConnParam::default()
+    };
+    assert_eq!(id.connect(&too_big), EINVAL, "the NIC refuses IRD 1000");
+    assert_eq!(id.state(), Some(IdState::Idle));
+    assert_eq!(
+        make(&id, Call::Connect),
+        EINVAL,
+        "stricter: no retry on the id"
+    );
+    assert_eq!(make(&id, Call::Listen), OK, "listen is still legal in IDLE");
+}
+
+#[test]
+fn set_addresses_only_in_idle() {
+    let h = Harness::new();
+    let (id, _) = id_in(&h, IdState::Listen);
+    assert_eq!(id.set_local_addr(local_addr(1)), EINVAL);
+    assert_eq!(id.set_remote_addr(peer_addr()), EINVAL);
+}
+
+#[test]
+fn destroy_in_every_state_tears_down_what_the_contract_says() {
+    let h = Harness::new();
+    let cases = [
+        (IdState::Idle, None),
+        (IdState::Listen, Some(CommandKind::Unlisten)),
+        (IdState::ConnRecv, Some(CommandKind::Reject)),
+        (IdState::ConnSent, Some(CommandKind::Release)),
+        (IdState::Established, Some(CommandKind::Release)),
+        (IdState::Closing, Some(CommandKind::Release)),
+    ];
+    for (state, teardown) in cases {
+        let (id, handle) = id_in(&h, state);
+        let before = h.nic.received().len();
+        let probe = id.clone();
+        id.destroy();
+        assert_eq!(probe.state(), None, "{state:?}");
+        let sent: Vec<_> = h.nic.received()[before..]
+            .iter()
+            .map(|c| (c.kind, c.handle))
+            .collect();
+        assert_eq!(
+            sent,
+            teardown
+                .map(|kind| (kind, handle))
+                .into_iter()
+                .collect::<Vec<_>>(),
+            "{state:?}"
+        );
+    }
+    assert_eq!(
+        h.device.id_count(),
+        1,
+        "only the listener that staged the CONN_RECV id remains"
+    );
+}
+
+#[test]
+fn an_id_being_destroyed_refuses_every_call_but_disconnect() {
+    let h = Harness::new();
+    let (to_test, from_handler) = channel();
+    let (release_tx, release_rx) = channel::<()>();
+    let (to_test, release_rx) = (Mutex::new(to_test), Mutex::new(release_rx));
+    let (_listener, _seen, handle) = h.listener_with(move |id, _| {
+        to_test.lock().unwrap().send(id.clone()).unwrap();
+        // Block the handler until the test has looked at the DESTROYING id.
+        let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+        Ok(())
+    });
+    h.nic.connect_request(handle, b"");
+    let child: CmId = from_handler.recv_timeout(PATIENCE).unwrap();
+    let destroyer = {
+        let child = child.clone();
+        std::thread::spawn(move || child.destroy())
+    };
+    // destroy marks the id and then waits for the handler that is running for it.
+    wait_for_state(&child, IdState::Destroying);
+    for call in CALLS {
+        let want = match call {
+            Call::Disconnect => OK,
+            _ => EINVAL,
+        };
+        assert_eq!(make(&child, call), want, "{call:?} while DESTROYING");
+    }
+    // The handler is still blocked, so destroy cannot have returned (rule 8).
+    assert!(
+        !destroyer.is_finished(),
+        "destroy returned while the handler runs"
+    );
+    release_tx.send(()).unwrap();
+    destroyer.join().unwrap();
+    assert_eq!(child.state(), None);
+}
+
+#[test]
+fn destroy_waits_for_an_accept_in_flight_then_aborts_the_connection() {
+    let h = Harness::new();
+    let (_listener, seen, handle) = h.listener_with(|_, _| Ok(()));
+    let conn = h.nic.connect_request(handle, b"");
+    let (child, _) = Harness::next_event(&seen);
+    h.nic.set_answer(Answer::Hold);
+    let acceptor = {
+        let child = child.clone();
+        std::thread::spawn(move || {
+            child.accept(&ConnParam {
+                qpn: QPN,
+                ..ConnParam::default()
+            })
+        })
+    };
+    while !h
+        .nic
+        .received()
+        .iter()
+        .any(|c| c.kind == CommandKind::Accept)
+    {
+        std::thread::yield_now();
+    }
+    let destroyer = {
+        let child = child.clone();
+        std::thread::spawn(move || child.destroy())
+    };
+    h.nic.answer_held();
+    assert_eq!(acceptor.join().unwrap(), OK);
+    destroyer.join().unwrap();
+    let after_accept: Vec<_> = h
+        .nic
+        .received()
+        .into_iter()
+        .skip_while(|c| c.kind != CommandKind::Accept)
+        .map(|c| (c.kind, c.handle))
+        .collect();
+    assert_eq!(
+        after_accept,
+        [(CommandKind::Accept, conn), (CommandKind::Release, conn)]
+    );
+    assert_eq!(child.state(), None);
+}
+
+#[test]
+fn a_request_queued_behind_its_listeners_destruction_is_rejected() {
+    let h = Harness::new();
+    // Hold the dispatch thread in another id's handler while the request queues up.
+    let (blocked_tx, blocked_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let (blocked_tx, go_rx) = (Mutex::new(blocked_tx), Mutex::new(go_rx));
+    let (blocker, _) = h.id_with(move |_, _| {
+        blocked_tx.lock().unwrap().send(()).unwrap();
+        let _ = go_rx.lock().unwrap().recv_timeout(PATIENCE);
+        Ok(())
+    });
+    blocker.set_remote_addr(peer_addr()).unwrap();
+    blocker.connect(&h.param()).unwrap();
+    blocked_rx.recv_timeout(PATIENCE).unwrap();
+
+    let (listener, seen, handle) = h.listener_with(|_, _| Ok(()));
+    let conn = h.nic.connect_request(handle, b"");
+    listener.destroy();
+    go_tx.send(()).unwrap();
+    h.settle();
+    assert!(
+        common::drain(&seen).is_empty(),
+        "no handler for a destroyed listener"
+    );
+    let rejects: Vec<u32> = h
+        .nic
+        .received()
+        .into_iter()
+        .filter(|c| c.kind == CommandKind::Reject)
+        .map(|c| c.handle)
+        .collect();
+    assert!(rejects.contains(&conn));
+}
