@@ -1,0 +1,177 @@
+//! What the driver does when the NIC misbehaves or goes away: sequence-number gaps and
+//! duplicates, malformed records, stray completions, a NIC that never answers, a late
+//! answer to a call that timed out, a full id table, a closed device.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{local_addr, peer_addr, Answer, Harness, PORT};
+use iwnic_host_driver::{DeviceConfig, Errno, EventKind, IdState};
+use iwnic_proto::host::CommandKind;
+use iwnic_proto::host::{Completion, Endpoint, Event, EventKind as Kind};
+
+fn forged_close(seq: u32, conn: u32) -> Vec<u8> {
+    let event = Event {
+        seq,
+        kind: Kind::Close,
+        conn,
+        listener: 0,
+        status: 0,
+        local: Endpoint::v4(common::LOCAL, PORT),
+        remote: Endpoint::v4(common::PEER, common::PEER_PORT),
+        ird: 0,
+        ord: 0,
+        private_data: &[],
+    };
+    let mut buf = vec![0; event.buffer_len()];
+    event.emit(&mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn a_gap_in_event_numbers_is_counted_and_the_event_still_delivered() {
+    let h = Harness::new();
+    let (id, seen) = h.id();
+    id.set_remote_addr(peer_addr()).unwrap();
+    id.connect(&h.param()).unwrap();
+    let conn = h.nic.last_handle();
+    Harness::next_event(&seen);
+    let skipped = h.nic.take_seq();
+    h.nic.push_raw(&forged_close(skipped + 1, conn));
+    let (_, close) = Harness::next_event(&seen);
+    assert_eq!(close.event, EventKind::Close);
+    assert_eq!(h.device.stats().seq_gaps, 1);
+}
+
+#[test]
+fn a_duplicate_event_number_is_counted_and_dropped() {
+    let h = Harness::new();
+    let (id, seen) = h.id();
+    id.set_remote_addr(peer_addr()).unwrap();
+    id.connect(&h.param()).unwrap();
+    let conn = h.nic.last_handle();
+    Harness::next_event(&seen);
+    h.nic.push_raw(&forged_close(1, conn)); // number 1 was the CONNECT_REPLY
+    h.settle();
+    assert!(common::drain(&seen).is_empty());
+    assert_eq!(id.state(), Some(IdState::Established));
+    assert_eq!(h.device.stats().seq_duplicates, 1);
+}
+
+#[test]
+fn malformed_records_and_stray_completions_are_counted() {
+    let h = Harness::new();
+    h.nic.push_raw(&[0x40, 0, 16, 0]);
+    let mut stray = [0u8; 16];
+    Completion {
+        tag: 0xdead,
+        status: 0,
+        handle: 0,
+    }
+    .emit(&mut stray)
+    .unwrap();
+    h.nic.push_raw(&stray);
+    h.settle();
+    let stats = h.device.stats();
+    assert_eq!(
+        (stats.malformed_records, stats.unmatched_completions),
+        (1, 1)
+    );
+}
+
+#[test]
+fn a_nic_that_never_answers_gives_etimedout_and_the_id_stays_idle() {
+    let h = Harness::with_config(DeviceConfig {
+        command_timeout: Duration::from_millis(1),
+        ..DeviceConfig::default()
+    });
+    h.nic.set_answer(Answer::Never);
+    let (id, _) = h.id();
+    id.set_local_addr(local_addr(PORT)).unwrap();
+    assert_eq!(id.listen(1), Err(Errno::ETIMEDOUT));
+    assert_eq!(id.state(), Some(IdState::Idle));
+}
+
+#[test]
+fn a_late_success_for_a_timed_out_connect_is_undone_and_raises_nothing() {
+    let h = Harness::with_config(DeviceConfig {
+        command_timeout: Duration::from_millis(1),
+        ..DeviceConfig::default()
+    });
+    h.nic.set_answer(Answer::Hold);
+    let (id, seen) = h.id();
+    id.set_remote_addr(peer_addr()).unwrap();
+    assert_eq!(
+        h.checker
+            .call(&id, iwnic_host_driver::rules::Call::Connect, || id
+                .connect(&h.param())),
+        Err(Errno::ETIMEDOUT)
+    );
+    // Now the NIC answers: the connect succeeded, and its CONNECT_REPLY follows.
+    h.nic.answer_held();
+    let release = loop {
+        let command = h.nic.next_command();
+        if command.kind == CommandKind::Release {
+            break command;
+        }
+    };
+    assert_eq!(release.handle, h.nic.last_handle());
+    assert_eq!(h.device.stats().orphans_released, 1);
+    assert!(
+        common::drain(&seen).is_empty(),
+        "rule 3: no event after a failed connect"
+    );
+    h.checker.assert_clean();
+}
+
+#[test]
+fn a_full_id_table_refuses_create_and_rejects_requests() {
+    let h = Harness::with_config(DeviceConfig {
+        max_ids: 1,
+        ..DeviceConfig::default()
+    });
+    let (listener, _) = h.id();
+    assert_eq!(
+        h.device
+            .create_cm_id(|_, _| Ok(()), std::sync::Arc::new(()))
+            .err(),
+        Some(Errno::ENOMEM)
+    );
+    listener.set_local_addr(local_addr(PORT)).unwrap();
+    listener.listen(1).unwrap();
+    let conn = h.nic.connect_request(h.nic.last_handle(), b"");
+    let reject = loop {
+        let command = h.nic.next_command();
+        if command.kind == CommandKind::Reject {
+            break command;
+        }
+    };
+    assert_eq!(reject.handle, conn);
+}
+
+#[test]
+fn calls_after_close_return_enodev() {
+    let h = Harness::new();
+    let (id, _) = h.id();
+    id.set_local_addr(local_addr(PORT)).unwrap();
+    let Harness { device, nic, .. } = h;
+    device.close();
+    assert_eq!(id.listen(1), Err(Errno::ENODEV));
+    assert!(nic.nic().is_closed());
+    id.destroy();
+}
+
+#[test]
+fn the_nic_closing_the_link_takes_the_device_down() {
+    let h = Harness::new();
+    let (id, _) = h.id();
+    id.set_local_addr(local_addr(PORT)).unwrap();
+    h.nic.nic().close();
+    // The receive thread sees the link closed; a call then finds the device down.
+    let start = std::time::Instant::now();
+    while id.listen(1) != Err(Errno::ENODEV) {
+        assert!(start.elapsed() < common::PATIENCE);
+        std::thread::yield_now();
+    }
+}
