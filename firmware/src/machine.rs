@@ -61,6 +61,10 @@ pub enum State {
 pub(crate) enum Owed {
     /// Nothing: the host never heard of it, or let it go.
     Nothing,
+    /// No event, but the host holds the handle of a raised request: if the connection
+    /// dies before the host answers, its accept or reject fails with -ECONNRESET. The
+    /// kernel's iw_cm has no CLOSE for an id in CONN_RECV (its providers never send one).
+    Answer,
     /// Exactly one CONNECT_REPLY (contract rule 4).
     ConnectReply,
     /// The completion of an accept waiting for the RTR (this tag), then nothing.
@@ -754,7 +758,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// forget the handle.
     pub(crate) fn settle<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
         match self.conns[i].owed {
-            Owed::Nothing => {}
+            Owed::Nothing | Owed::Answer => {}
             Owed::ConnectReply => {
                 self.raise(hal, i, EventKind::ConnectReply, status, PrivateData::None)
             }

@@ -367,7 +367,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         listener.half_open = listener.half_open.saturating_sub(1);
         listener.pending += 1;
         self.conns[i].state = State::AwaitAccept;
-        self.conns[i].owed = Owed::Close;
+        self.conns[i].owed = Owed::Answer;
         self.timers.disarm(i);
         self.send_ack(hal, i);
         self.raise(

@@ -40,6 +40,10 @@ pub struct DeviceConfig {
     /// must outlast the NIC's own timers: a peer-to-peer accept completes only when the
     /// initiator's RTR arrives (the firmware waits up to 10 s for it).
     pub command_timeout: Duration,
+    /// Initiate with MPA revision 1 (RFC 5044) instead of 2 (RFC 6581: enhanced setup,
+    /// peer-to-peer with an RTR). Like the kernel providers' MPA-version parameter, it is
+    /// per device.
+    pub mpa_v1: bool,
 }
 
 impl Default for DeviceConfig {
@@ -47,6 +51,7 @@ impl Default for DeviceConfig {
         DeviceConfig {
             max_ids: 65_536,
             command_timeout: Duration::from_secs(30),
+            mpa_v1: false,
         }
     }
 }
@@ -327,6 +332,16 @@ impl CmId {
         self.key
     }
 
+    /// The datapath index of the id's connection (the low 16 bits of the NIC's handle):
+    /// the tag of its ULPDUs on [`crate::Transport::send_ulpdu`] and `receive_ulpdu`.
+    /// `None` while the id has no connection.
+    pub fn connection_index(&self) -> Option<u16> {
+        match self.shared.lock().ids.get(&self.key)?.nic {
+            NicObject::Connection(handle) => Some((handle & 0xFFFF) as u16),
+            _ => None,
+        }
+    }
+
     /// The id's state; `None` once destroyed.
     pub fn state(&self) -> Option<IdState> {
         self.shared.lock().ids.get(&self.key).map(|e| e.state)
@@ -407,7 +422,7 @@ impl CmId {
             ird,
             ord,
             qpn: param.qpn,
-            mpa_v1: false,
+            mpa_v1: shared.config.mpa_v1,
             private_data: &param.private_data,
         };
         let (mut t, result) = shared.execute(t, Some(self.key), command);

@@ -1,11 +1,18 @@
 //! iwnic testbench: the combined system in simulation.
 //!
-//! Today it holds the outside judges every later simulation is checked by: a pcap
-//! writer whose timestamps come from simulated cycles ([`pcap`]), Wireshark's
-//! dissector run over those captures ([`tshark`]), and a scripted iWARP conversation
-//! built from `iwnic-proto` ([`conversation`]). The engines (behavioural model,
-//! Verilator, RustHDL), the link model and the `iwnic sim` scenario build on these.
+//! - [`engine`]: the datapath interface every simulation engine implements.
+//! - [`model`]: the behavioural model of the datapath, the reference for the HDL.
+//! - [`nic`]: an engine with the real firmware in the loop and the host link.
+//! - [`link`]: the wire between two NICs, with seeded faults and a pcap of both ways.
+//! - [`sim`]: two NICs and the link on their own thread, for host drivers to use.
+//! - [`pcap`], [`tshark`]: captures and Wireshark's verdict on them.
+//! - [`conversation`]: a scripted MPA v2 conversation for reference captures.
 
 pub mod conversation;
+pub mod engine;
+pub mod link;
+pub mod model;
+pub mod nic;
 pub mod pcap;
+pub mod sim;
 pub mod tshark;

@@ -1,0 +1,59 @@
+//! The datapath behind one interface, whoever implements it: the behavioural model
+//! ([`crate::model`]), and later the Verilated and RustHDL builds of `nic_top`. A NIC is
+//! an engine plus its firmware and its host endpoint ([`crate::nic`]).
+//!
+//! Ports, as DESIGN.md draws them: the network (frames in and out), the firmware port
+//! (its RX and TX frame queues, the flow-context register window, datapath reports) and
+//! the host port (ULPDUs tagged with a connection index, both ways).
+
+use iwnic_firmware::{FlowContext, FlowEvent};
+
+/// Datapath counters, read through the register window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatapathCounters {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    /// Dropped by the parser: bad IPv4 or TCP checksum.
+    pub bad_checksum: u64,
+    /// Dropped by the parser: malformed, not TCP, or not addressed to this NIC.
+    pub not_for_us: u64,
+    pub to_firmware: u64,
+    /// Segments of offloaded flows beyond `rcv_nxt` (dropped, duplicate ACK sent).
+    pub out_of_order: u64,
+    /// Segments entirely below `rcv_nxt` (answered with an ACK).
+    pub duplicates: u64,
+    pub acks_sent: u64,
+    pub fpdus_in: u64,
+    pub fpdus_out: u64,
+    pub crc_errors: u64,
+    pub length_errors: u64,
+    /// ULPDUs from the host for no flow in FPDU mode, or too long for one segment.
+    pub host_ulpdus_refused: u64,
+}
+
+/// One NIC's datapath.
+pub trait Engine: Send {
+    /// Let `cycles` clock cycles pass.
+    fn step(&mut self, cycles: u64);
+
+    /// A frame arrives from the network.
+    fn net_receive(&mut self, frame: &[u8]);
+    /// The next frame leaving for the network.
+    fn net_transmit(&mut self) -> Option<Vec<u8>>;
+
+    /// The next frame steered to the firmware.
+    fn firmware_receive(&mut self) -> Option<Vec<u8>>;
+    /// A frame from the firmware, its checksums to be filled in.
+    fn firmware_transmit(&mut self, frame: &[u8]);
+    fn write_flow(&mut self, flow: &FlowContext);
+    fn read_flow(&mut self, index: u16) -> Option<FlowContext>;
+    fn remove_flow(&mut self, index: u16);
+    fn flow_event(&mut self) -> Option<FlowEvent>;
+
+    /// A ULPDU from the host for connection `index`; `false` if refused.
+    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]) -> bool;
+    /// The next ULPDU received for the host.
+    fn host_receive(&mut self) -> Option<(u16, Vec<u8>)>;
+
+    fn counters(&self) -> DatapathCounters;
+}

@@ -1,0 +1,310 @@
+//! The behavioural model of the datapath: what the HDL does, written to be obviously
+//! right rather than fast. It is the reference the Verilated `nic_top` will be held to.
+//!
+//! - Parse: Ethernet II / IPv4 / TCP with both checksums verified; anything else is
+//!   dropped and counted.
+//! - Steer: frames of flows not in FPDU mode, frames carrying FIN or RST, and every frame
+//!   of a flow still expecting its RTR go to the firmware; in-order payload of offloaded
+//!   flows goes to MPA receive. A FIN segment's payload is delivered first.
+//! - MPA receive: FPDUs delineated per flow across segments ([`Splitter`]), CRC32c checked;
+//!   an FPDU must end with its segment. A CRC or length error stops the flow and is
+//!   reported to the firmware.
+//! - TCP: `snd_una` follows the peer's ACKs; each data segment is acknowledged at once;
+//!   a segment below `rcv_nxt` gets an ACK, one above it is dropped with a duplicate ACK.
+//!   No retransmission of offloaded data yet (a later milestone of the HDL too).
+//! - MPA and TCP transmit: one FPDU per segment from each host ULPDU.
+//! - Firmware frames leave with their checksums filled in (the firmware runs with
+//!   checksum offload, as on the board).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FourTuple};
+use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
+use iwnic_proto::net::{Checksums, FrameError, SegmentOut, TcpSegment};
+use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpControl, TcpPacket};
+
+use crate::engine::{DatapathCounters, Engine};
+
+/// A flow in FPDU mode.
+struct Flow {
+    ctx: FlowContext,
+    splitter: Splitter,
+    /// The ULPDU being received.
+    ulpdu: Vec<u8>,
+    /// A CRC or length error stopped it.
+    failed: bool,
+}
+
+/// The datapath of one NIC, modelled.
+pub struct ModelDatapath {
+    ip: [u8; 4],
+    flows: BTreeMap<u16, Flow>,
+    by_tuple: HashMap<FourTuple, u16>,
+    to_network: VecDeque<Vec<u8>>,
+    to_firmware: VecDeque<Vec<u8>>,
+    to_host: VecDeque<(u16, Vec<u8>)>,
+    events: VecDeque<FlowEvent>,
+    counters: DatapathCounters,
+}
+
+fn seq_diff(a: u32, b: u32) -> i32 {
+    a.wrapping_sub(b) as i32
+}
+
+impl ModelDatapath {
+    pub fn new(ip: [u8; 4]) -> ModelDatapath {
+        ModelDatapath {
+            ip,
+            flows: BTreeMap::new(),
+            by_tuple: HashMap::new(),
+            to_network: VecDeque::new(),
+            to_firmware: VecDeque::new(),
+            to_host: VecDeque::new(),
+            events: VecDeque::new(),
+            counters: DatapathCounters::default(),
+        }
+    }
+
+    fn send(&mut self, frame: Vec<u8>) {
+        self.counters.frames_out += 1;
+        self.to_network.push_back(frame);
+    }
+
+    /// A segment of flow `index` from its current sequence numbers.
+    fn segment(ctx: &FlowContext, control: TcpControl) -> SegmentOut {
+        SegmentOut {
+            src_mac: ctx.local_mac,
+            dst_mac: ctx.remote_mac,
+            src_ip: ctx.tuple.local_ip,
+            dst_ip: ctx.tuple.remote_ip,
+            src_port: ctx.tuple.local_port,
+            dst_port: ctx.tuple.remote_port,
+            control,
+            seq: ctx.snd_nxt,
+            ack: Some(ctx.rcv_nxt),
+            window: u16::MAX,
+            syn_options: None,
+        }
+    }
+
+    fn ack(&mut self, index: u16) {
+        let Some(flow) = self.flows.get(&index) else {
+            return;
+        };
+        let ack = Self::segment(&flow.ctx, TcpControl::None);
+        let mut frame = vec![0u8; ack.buffer_len(0)];
+        if ack.emit(&[], &mut frame, Checksums::Software).is_ok() {
+            self.counters.acks_sent += 1;
+            self.send(frame);
+        }
+    }
+
+    /// In-order payload of flow `index` through MPA receive.
+    fn deliver(&mut self, index: u16, payload: &[u8]) {
+        let Some(flow) = self.flows.get_mut(&index) else {
+            return;
+        };
+        flow.ctx.rcv_nxt = flow.ctx.rcv_nxt.wrapping_add(payload.len() as u32);
+        if flow.failed {
+            return;
+        }
+        let (ulpdu, to_host, counters) = (&mut flow.ulpdu, &mut self.to_host, &mut self.counters);
+        let result = flow.splitter.push(payload, |event| match event {
+            SplitEvent::Start { .. } => ulpdu.clear(),
+            SplitEvent::Data(bytes) => ulpdu.extend_from_slice(bytes),
+            SplitEvent::End => {
+                counters.fpdus_in += 1;
+                to_host.push_back((index, std::mem::take(ulpdu)));
+            }
+        });
+        // FPDUs start and end with segments (spec/mpa.md): one left open is a length error.
+        let kind = match result {
+            Err(iwnic_proto::Error::BadCrc { .. }) => Some(FlowEventKind::CrcError),
+            Err(_) => Some(FlowEventKind::LengthError),
+            Ok(()) if !flow.splitter.at_boundary() => Some(FlowEventKind::LengthError),
+            Ok(()) => None,
+        };
+        if let Some(kind) = kind {
+            flow.failed = true;
+            match kind {
+                FlowEventKind::CrcError => self.counters.crc_errors += 1,
+                FlowEventKind::LengthError => self.counters.length_errors += 1,
+            }
+            self.events.push_back(FlowEvent { index, kind });
+        }
+    }
+}
+
+/// Fill the IPv4 and TCP checksums of a frame the firmware sent without them.
+fn fill_checksums(frame: &mut [u8]) {
+    let Some(ip_bytes) = frame.get_mut(14..) else {
+        return;
+    };
+    let Ok(mut ip) = Ipv4Packet::new_checked(ip_bytes) else {
+        return;
+    };
+    ip.fill_checksum();
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let header = usize::from(ip.header_len());
+    let total = usize::from(ip.total_len());
+    if let Some(tcp_bytes) = ip.into_inner().get_mut(header..total) {
+        let mut tcp = TcpPacket::new_unchecked(tcp_bytes);
+        tcp.fill_checksum(
+            &IpAddress::Ipv4(src),
+            &IpAddress::Ipv4(dst),
+        );
+    }
+}
+
+impl Engine for ModelDatapath {
+    fn step(&mut self, _cycles: u64) {
+        // The model does its work as frames arrive; time moves nothing in it.
+    }
+
+    fn net_receive(&mut self, frame: &[u8]) {
+        self.counters.frames_in += 1;
+        let seg = match TcpSegment::parse(frame, Checksums::Software) {
+            Ok(seg) if seg.dst_ip == self.ip => seg,
+            Err(FrameError::BadChecksum) => {
+                self.counters.bad_checksum += 1;
+                return;
+            }
+            _ => {
+                self.counters.not_for_us += 1;
+                return;
+            }
+        };
+        let tuple = FourTuple {
+            local_ip: seg.dst_ip,
+            local_port: seg.dst_port,
+            remote_ip: seg.src_ip,
+            remote_port: seg.src_port,
+        };
+        let Some(&index) = self.by_tuple.get(&tuple) else {
+            self.counters.to_firmware += 1;
+            return self.to_firmware.push_back(frame.to_vec());
+        };
+        let Some(flow) = self.flows.get_mut(&index) else {
+            return;
+        };
+        if flow.ctx.rtr_expected || seg.control == TcpControl::Rst {
+            self.counters.to_firmware += 1;
+            return self.to_firmware.push_back(frame.to_vec());
+        }
+        if let Some(ack) = seg.ack {
+            let ctx = &mut flow.ctx;
+            if seq_diff(ack, ctx.snd_una) > 0 && seq_diff(ack, ctx.snd_nxt) <= 0 {
+                ctx.snd_una = ack;
+            }
+            ctx.peer_window = seg.window;
+        }
+        if !seg.payload.is_empty() {
+            let offset = seq_diff(seg.seq, flow.ctx.rcv_nxt);
+            if offset == 0 {
+                self.deliver(index, seg.payload);
+                self.ack(index);
+            } else if offset < 0
+                && seq_diff(
+                    seg.seq.wrapping_add(seg.payload.len() as u32),
+                    self.flows[&index].ctx.rcv_nxt,
+                ) <= 0
+            {
+                self.counters.duplicates += 1;
+                self.ack(index);
+            } else {
+                self.counters.out_of_order += 1;
+                self.ack(index);
+                return;
+            }
+        }
+        if seg.control == TcpControl::Fin {
+            self.counters.to_firmware += 1;
+            self.to_firmware.push_back(frame.to_vec());
+        }
+    }
+
+    fn net_transmit(&mut self) -> Option<Vec<u8>> {
+        self.to_network.pop_front()
+    }
+
+    fn firmware_receive(&mut self) -> Option<Vec<u8>> {
+        self.to_firmware.pop_front()
+    }
+
+    fn firmware_transmit(&mut self, frame: &[u8]) {
+        let mut frame = frame.to_vec();
+        fill_checksums(&mut frame);
+        self.send(frame);
+    }
+
+    fn write_flow(&mut self, ctx: &FlowContext) {
+        let splitter = Splitter::new(max_ulpdu_len(usize::from(ctx.mss)).unwrap_or(0) as u16);
+        match self.flows.get_mut(&ctx.index) {
+            // A rewrite (the RTR arrived) keeps the receive state.
+            Some(flow) if flow.ctx.tuple == ctx.tuple => flow.ctx = *ctx,
+            _ => {
+                self.flows.insert(
+                    ctx.index,
+                    Flow {
+                        ctx: *ctx,
+                        splitter,
+                        ulpdu: Vec::new(),
+                        failed: false,
+                    },
+                );
+            }
+        }
+        self.by_tuple.insert(ctx.tuple, ctx.index);
+    }
+
+    fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
+        self.flows.get(&index).map(|f| f.ctx)
+    }
+
+    fn remove_flow(&mut self, index: u16) {
+        if let Some(flow) = self.flows.remove(&index) {
+            self.by_tuple.remove(&flow.ctx.tuple);
+        }
+    }
+
+    fn flow_event(&mut self) -> Option<FlowEvent> {
+        self.events.pop_front()
+    }
+
+    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]) -> bool {
+        let Some(flow) = self.flows.get_mut(&index) else {
+            self.counters.host_ulpdus_refused += 1;
+            return false;
+        };
+        let len = fpdu_len(ulpdu.len());
+        if flow.ctx.rtr_expected || flow.failed || len > usize::from(flow.ctx.mss) {
+            self.counters.host_ulpdus_refused += 1;
+            return false;
+        }
+        let mut fpdu = vec![0u8; len];
+        if (FpduRepr { ulpdu }).emit(&mut fpdu).is_err() {
+            self.counters.host_ulpdus_refused += 1;
+            return false;
+        }
+        let segment = Self::segment(&flow.ctx, TcpControl::Psh);
+        flow.ctx.snd_nxt = flow.ctx.snd_nxt.wrapping_add(len as u32);
+        let mut frame = vec![0u8; segment.buffer_len(len)];
+        if segment
+            .emit(&fpdu, &mut frame, Checksums::Software)
+            .is_err()
+        {
+            return false;
+        }
+        self.counters.fpdus_out += 1;
+        self.send(frame);
+        true
+    }
+
+    fn host_receive(&mut self) -> Option<(u16, Vec<u8>)> {
+        self.to_host.pop_front()
+    }
+
+    fn counters(&self) -> DatapathCounters {
+        self.counters
+    }
+}

@@ -1,0 +1,112 @@
+//! One simulated NIC: a datapath engine, the real firmware polled in the loop, and the
+//! NIC's end of the host link that a host driver opens.
+
+use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+use iwnic_host_driver::InProcessNic;
+use iwnic_proto::host::MAX_RECORD_LEN;
+use smoltcp::time::Instant;
+
+use crate::engine::Engine;
+
+/// Connections each simulated NIC holds (a power of two) and MPA negotiations at once.
+pub const CONNECTIONS: usize = 2048;
+pub const NEGOTIATIONS: usize = 256;
+
+pub type SimFirmware = Firmware<CONNECTIONS, NEGOTIATIONS>;
+
+/// The firmware's view of the engine and the host link.
+struct NicHal<'a, E: Engine> {
+    engine: &'a mut E,
+    host: &'a InProcessNic,
+    counters: &'a mut Counters,
+}
+
+impl<E: Engine> Hal for NicHal<'_, E> {
+    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
+        let frame = self.engine.firmware_receive()?;
+        let len = frame.len().min(MAX_FRAME_LEN);
+        buf[..len].copy_from_slice(&frame[..len]);
+        Some(len)
+    }
+    fn transmit_frame(&mut self, frame: &[u8]) {
+        self.engine.firmware_transmit(frame);
+    }
+    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
+        self.host.receive_command(buf)
+    }
+    fn host_space(&self) -> usize {
+        self.host.host_space()
+    }
+    fn push_record(&mut self, record: &[u8]) {
+        self.host.push_record(record);
+    }
+    fn write_flow(&mut self, flow: &FlowContext) {
+        self.engine.write_flow(flow);
+    }
+    fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
+        self.engine.read_flow(index)
+    }
+    fn remove_flow(&mut self, index: u16) {
+        self.engine.remove_flow(index);
+    }
+    fn receive_flow_event(&mut self) -> Option<FlowEvent> {
+        self.engine.flow_event()
+    }
+    fn publish_counters(&mut self, counters: &Counters) {
+        *self.counters = *counters;
+    }
+}
+
+/// A NIC in the simulation.
+pub struct Nic<E: Engine> {
+    pub engine: E,
+    firmware: Box<SimFirmware>,
+    host: InProcessNic,
+    /// The firmware's counters as its register window shows them.
+    pub firmware_counters: Counters,
+}
+
+impl<E: Engine> Nic<E> {
+    pub fn new(engine: E, config: Config, host: InProcessNic) -> Nic<E> {
+        Nic {
+            engine,
+            firmware: Box::new(SimFirmware::new(config)),
+            host,
+            firmware_counters: Counters::ZERO,
+        }
+    }
+
+    pub fn firmware(&self) -> &SimFirmware {
+        &self.firmware
+    }
+
+    /// Host ULPDUs into the datapath, received ULPDUs out to the host, then one firmware
+    /// poll at `now`. Returns whether anything moved.
+    pub fn service(&mut self, now: Instant) -> bool {
+        let mut moved = false;
+        while let Some((index, ulpdu)) = self.host.pop_ulpdu() {
+            self.engine.host_transmit(index, &ulpdu);
+            moved = true;
+        }
+        while let Some((index, ulpdu)) = self.engine.host_receive() {
+            // A host that closed its end takes nothing more; the data has nowhere to go.
+            let _ = self.host.push_ulpdu(index, &ulpdu);
+            moved = true;
+        }
+        let before = self.firmware.counters().frames_sent + self.firmware.counters().events_raised;
+        let mut hal = NicHal {
+            engine: &mut self.engine,
+            host: &self.host,
+            counters: &mut self.firmware_counters,
+        };
+        self.firmware.poll(&mut hal, now);
+        moved
+            | (self.firmware.counters().frames_sent + self.firmware.counters().events_raised
+                != before)
+    }
+
+    /// The host side went away: close its link so blocked driver threads return.
+    pub fn close_host_link(&self) {
+        self.host.close();
+    }
+}
