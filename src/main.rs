@@ -19,6 +19,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Simulate two NICs, each with its firmware and host driver: B listens, A opens
+    /// connections that B's application accepts, both send Send messages on each, A
+    /// disconnects. Exits non-zero if a connection failed or a byte was lost, duplicated
+    /// or altered.
+    Sim(SimArgs),
     /// Write a reference capture of an MPA v2 connection built from iwnic's wire formats
     /// (handshake, MPA request and reply, RTR, Sends, close) and have Wireshark's
     /// dissector (tshark, when installed) judge it.
@@ -38,8 +43,60 @@ enum Cmd {
     },
 }
 
+/// Which datapath runs the NICs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum EngineChoice {
+    /// The best engine built: today the behavioural model (the Verilated `nic_top`
+    /// follows with the HDL datapath).
+    Auto,
+    /// The behavioural model of the datapath.
+    Model,
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    /// Connections A opens to B.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Send messages each side sends on each connection.
+    #[arg(long, default_value_t = 10)]
+    fpdus: usize,
+    /// Payload bytes of each Send (at most 1,434: one FPDU per 1,460-byte segment).
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// MPA revision A initiates with.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    mpa: u8,
+    /// Bytes of private data in each MPA request (B echoes them in its reply).
+    #[arg(long, default_value_t = 16)]
+    private_data: usize,
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+    /// Capture of both directions of the link.
+    #[arg(long, default_value = "out/sim.pcap")]
+    pcap: PathBuf,
+    /// Write the report as JSON here too.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// A progress bar per phase of the scenario.
+struct Bar(indicatif::ProgressBar);
+
+impl iwnic_testbench::scenario::Progress for Bar {
+    fn phase(&self, name: &str, total: u64) {
+        self.0.set_message(name.to_string());
+        self.0.set_length(total);
+        self.0.set_position(0);
+    }
+    fn advance(&self, by: u64) {
+        self.0.inc(by);
+    }
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Cmd::Sim(args) => sim(&args),
         Cmd::Capture {
             out,
             sends,
@@ -107,4 +164,185 @@ fn capture(out: &std::path::Path, sends: usize, size: u16, private_data: &str) -
             ExitCode::SUCCESS
         }
     }
+}
+
+fn sim(args: &SimArgs) -> ExitCode {
+    use iwnic_testbench::scenario::{run, Scenario, MAX_SEND_PAYLOAD};
+    if args.size > MAX_SEND_PAYLOAD {
+        eprintln!(
+            "error: --size {} does not fit one segment (at most {MAX_SEND_PAYLOAD})",
+            args.size
+        );
+        return ExitCode::FAILURE;
+    }
+    let max_private_data = if args.mpa == 1 { 512 } else { 508 };
+    if args.private_data > max_private_data {
+        eprintln!(
+            "error: --private-data {} is more than MPA v{} carries ({max_private_data})",
+            args.private_data, args.mpa
+        );
+        return ExitCode::FAILURE;
+    }
+    if let Some(dir) = args.pcap.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    let engine = match args.engine {
+        EngineChoice::Auto | EngineChoice::Model => "model",
+    };
+    println!(
+        "iwnic sim: engine {engine}; {} connections, MPA v{}, {} Sends of {} bytes each way per connection",
+        args.connections, args.mpa, args.fpdus, args.size
+    );
+    let scenario = Scenario {
+        connections: args.connections,
+        fpdus: args.fpdus,
+        size: args.size,
+        mpa_v1: args.mpa == 1,
+        private_data: (0..args.private_data).map(|i| i as u8).collect(),
+        link: Default::default(),
+        pcap: Some(args.pcap.clone()),
+        patience: std::time::Duration::from_secs(30),
+    };
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{msg:>11} [{bar:40}] {pos}/{len} {per_sec}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let outcome = match run(&scenario, &Bar(bar.clone())) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    bar.finish_and_clear();
+    print_summary(&outcome);
+    if outcome.sim.pcap.is_some() {
+        println!("tshark:    dissecting the capture…");
+    }
+    let verdict = outcome
+        .sim
+        .pcap
+        .as_ref()
+        .map(|(path, _)| tshark::dissect(path));
+    match &verdict {
+        Some(Ok(d)) => println!(
+            "tshark:    {} MPA requests, {} replies, {} FPDUs, {} good CRC32, {} bad, {} malformed",
+            d.mpa_requests, d.mpa_replies, d.fpdus, d.good_crc, d.bad_crc, d.malformed
+        ),
+        Some(Err(e)) => println!("tshark:    not run ({e})"),
+        None => {}
+    }
+    let mut failures = outcome.failures.clone();
+    if let Some(Ok(d)) = &verdict {
+        if let Err(problems) = d.check_clean() {
+            failures.push(format!("tshark: {problems}"));
+        }
+    }
+    if let Some(path) = &args.json {
+        let report = sim_report(args, engine, &outcome, &failures);
+        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&report).expect("JSON")) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("report:    {}", path.display());
+    }
+    if failures.is_empty() {
+        println!("result:    PASS");
+        ExitCode::SUCCESS
+    } else {
+        for failure in &failures {
+            eprintln!("failure:   {failure}");
+        }
+        println!("result:    FAIL");
+        ExitCode::FAILURE
+    }
+}
+
+fn rate(count: usize, seconds: f64) -> f64 {
+    count as f64 / seconds.max(1e-9)
+}
+
+fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
+    let simulated = o.sim.simulated.as_secs_f64();
+    let cycles = (simulated * iwnic_testbench::sim::CLOCK_HZ as f64) as u64;
+    let events = |e: &iwnic_testbench::scenario::EventCounts| {
+        e.iter()
+            .map(|(k, v)| format!("{k} x{v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("events A:  {}", events(&o.a_events));
+    println!("events B:  {}", events(&o.b_events));
+    println!(
+        "connected: {} established, {} CLOSEs; setup {:.3} s ({:.0} connections/s)",
+        o.established,
+        o.closed,
+        o.setup_time.as_secs_f64(),
+        rate(o.established, o.setup_time.as_secs_f64())
+    );
+    println!(
+        "data:      {} messages, {} bytes delivered; {} lost, {} duplicated, {} altered",
+        o.messages_delivered, o.bytes_delivered, o.lost, o.duplicated, o.altered
+    );
+    let (a, b) = (&o.sim.a.datapath, &o.sim.b.datapath);
+    println!(
+        "datapath:  {} CRC errors; A sent {} frames, received {}; B sent {}, received {}",
+        a.crc_errors + b.crc_errors,
+        a.frames_out,
+        a.frames_in,
+        b.frames_out,
+        b.frames_in
+    );
+    // The model engine keeps simulated time at the wall clock's pace, so host code and
+    // firmware timers agree; its cycles per second say nothing about its speed.
+    println!(
+        "time:      {simulated:.3} s simulated ({cycles} cycles at 125 MHz) in {:.3} s wall",
+        o.wall_time.as_secs_f64()
+    );
+    if let Some((path, frames)) = &o.sim.pcap {
+        println!(
+            "pcap:      {} ({frames} frames; open it in Wireshark)",
+            path.display()
+        );
+    }
+}
+
+fn sim_report(
+    args: &SimArgs,
+    engine: &str,
+    o: &iwnic_testbench::scenario::Outcome,
+    failures: &[String],
+) -> serde_json::Value {
+    let simulated = o.sim.simulated.as_secs_f64();
+    serde_json::json!({
+        "engine": engine,
+        "connections_requested": args.connections,
+        "fpdus_per_side": args.fpdus,
+        "size": args.size,
+        "mpa_revision": args.mpa,
+        "established": o.established,
+        "closed": o.closed,
+        "messages_delivered": o.messages_delivered,
+        "bytes_delivered": o.bytes_delivered,
+        "messages_lost": o.lost,
+        "bytes_lost": o.lost * args.size,
+        "messages_duplicated": o.duplicated,
+        "messages_altered": o.altered,
+        "crc_errors": o.sim.a.datapath.crc_errors + o.sim.b.datapath.crc_errors,
+        "events_a": o.a_events,
+        "events_b": o.b_events,
+        "simulated_seconds": simulated,
+        "simulated_cycles": (simulated * iwnic_testbench::sim::CLOCK_HZ as f64) as u64,
+        "wall_seconds": o.wall_time.as_secs_f64(),
+        "setup_seconds": o.setup_time.as_secs_f64(),
+        "connections_per_second": rate(o.established, o.setup_time.as_secs_f64()),
+        "pcap": o.sim.pcap.as_ref().map(|(p, _)| p.display().to_string()),
+        "failures": failures,
+        "pass": failures.is_empty(),
+    })
 }

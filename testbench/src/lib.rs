@@ -14,5 +14,6 @@ pub mod link;
 pub mod model;
 pub mod nic;
 pub mod pcap;
+pub mod scenario;
 pub mod sim;
 pub mod tshark;

@@ -149,10 +149,7 @@ fn fill_checksums(frame: &mut [u8]) {
     let total = usize::from(ip.total_len());
     if let Some(tcp_bytes) = ip.into_inner().get_mut(header..total) {
         let mut tcp = TcpPacket::new_unchecked(tcp_bytes);
-        tcp.fill_checksum(
-            &IpAddress::Ipv4(src),
-            &IpAddress::Ipv4(dst),
-        );
+        tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
     }
 }
 
