@@ -22,8 +22,9 @@ fn disconnect_from_either_side_closes_both() {
             } else {
                 (b_id, &p.b, &p.a)
             };
+            // The id is CLOSING now, but its CLOSE may already be dispatched (rule 2's
+            // race): only the end state is certain.
             closer.disconnect(abrupt).unwrap();
-            assert_eq!(closer.state(), Some(IdState::Closing));
             // An orderly close is CLOSE 0 on both ends, a reset -ECONNRESET (rule 6).
             let status = if abrupt { -ECONNRESET } else { 0 };
             let (id, _) = closer_host.expect(EventKind::Close, status);
