@@ -710,6 +710,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             counters,
             listener_generations,
             event_seq,
+            config,
             ..
         } = self;
         let c = &conns[i];
@@ -719,9 +720,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     .get(usize::from(c.listener))
                     .copied()
                     .unwrap_or(0);
+                // The initiator's IRD and ORD as far as this device can honour them, so
+                // an application may accept with them as they are; a revision-1
+                // request (no negotiation, 0x3FFF) offers the device's limits.
                 (
-                    c.neg.peer_ird,
-                    c.neg.peer_ord,
+                    c.neg.peer_ird.min(config.max_ird),
+                    c.neg.peer_ord.min(config.max_ord),
                     u32::from(generation) << 16 | u32::from(c.listener),
                 )
             }

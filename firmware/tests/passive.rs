@@ -6,7 +6,7 @@ use common::*;
 use iwnic_firmware::State;
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
-use iwnic_proto::mpa::{FrameKind, RtrTypes, IRD_ORD_NO_NEGOTIATION};
+use iwnic_proto::mpa::{FrameKind, RtrTypes};
 
 const OFFER: RtrTypes = RtrTypes {
     send: false,
@@ -120,10 +120,10 @@ mod await_accept {
     fn v1_request_gets_a_v1_reply_and_established_at_once() {
         let mut bench = Bench::default();
         let (_peer, request) = passive_until_request(&mut bench, &request_v1(b"v1"));
-        assert_eq!(
-            (request.ird, request.ord),
-            (IRD_ORD_NO_NEGOTIATION, IRD_ORD_NO_NEGOTIATION)
-        );
+        // No IRD/ORD negotiation in revision 1: the request offers the device's limits,
+        // which an accept may pass back as they are.
+        let limits = (bench.fw.config().max_ird, bench.fw.config().max_ord);
+        assert_eq!((request.ird, request.ord), limits);
         accept(&mut bench, request.conn, b"yes");
         let reply = bench.sent();
         let frame = parse_mpa(&reply[0].payload);
@@ -450,4 +450,11 @@ fn connect_request_event_describes_the_connection() {
     assert_eq!(ev.local, iwnic_proto::host::Endpoint::v4(NIC_IP, PORT));
     assert_eq!(ev.remote, iwnic_proto::host::Endpoint::v4(PEER_IP, 40000));
     assert_eq!(ev.seq, 1);
+}
+
+#[test]
+fn connect_request_ird_ord_are_within_the_device_limits() {
+    let mut bench = Bench::default();
+    let (_, ev) = passive_until_request(&mut bench, &request_v2(OFFER, 200, 3, b""));
+    assert_eq!((ev.ird, ev.ord), (bench.fw.config().max_ird, 3));
 }

@@ -56,6 +56,8 @@ struct IdTrace {
     connects: usize,
     connect_ok: bool,
     accept_ok: bool,
+    /// Born of a CONNECT_REQUEST (a listener's child): its accept is the one rule 3 means.
+    child: bool,
     connect_replies: usize,
     established: bool,
     closed: bool,
@@ -167,9 +169,11 @@ impl TraceChecker {
         let status = result.err().map_or(0, Errno::get);
         let t = s.ids.entry(key).or_default();
         t.entries.push(TraceEntry::CallReturned { call, status });
+        // Rule 3 is about the accept of a request (on the child id) and a connect from
+        // IDLE; the same calls refused in another state (-EINVAL) silence nothing.
         let first = match call {
-            Call::Accept => t.accepts == 1,
-            Call::Connect => t.connects == 1,
+            Call::Accept => t.accepts == 1 && t.child,
+            Call::Connect => t.connects == 1 && !t.child && !t.accept_ok,
             _ => false,
         };
         let mut late_handler = false;
@@ -242,6 +246,9 @@ impl TraceChecker {
         });
         t.handler_thread = Some(me);
         let mut found = check_event(t, event);
+        if t.events == 0 && event.event == EventKind::ConnectRequest {
+            t.child = true;
+        }
         t.events += 1;
         if let Some(reason) = t.silenced {
             found.push((

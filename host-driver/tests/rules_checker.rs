@@ -56,6 +56,23 @@ fn an_event_after_a_failed_accept_breaks_rule_3() {
     broken(c.finish(), "3");
 }
 
+/// Rule 3 is about the accept of a request: an accept refused on a connected id
+/// (-EINVAL, wrong state) silences nothing.
+#[test]
+fn an_accept_refused_in_the_wrong_state_is_not_rule_3() {
+    let c = TraceChecker::new();
+    let id = IdKey(1);
+    c.call_started(id, Call::Connect);
+    c.call_returned(id, Call::Connect, Ok(()));
+    deliver(&c, id, EventKind::ConnectReply, 0);
+    c.call_started(id, Call::Accept);
+    c.call_returned(id, Call::Accept, Err(Errno::EINVAL));
+    c.call_started(id, Call::Disconnect);
+    c.call_returned(id, Call::Disconnect, Ok(()));
+    deliver(&c, id, EventKind::Close, 0);
+    assert!(c.finish().is_empty());
+}
+
 #[test]
 fn a_connect_without_its_reply_breaks_rule_4() {
     let c = TraceChecker::new();
