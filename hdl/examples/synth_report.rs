@@ -12,6 +12,7 @@
 use iwnic_hdl::crc32c::Crc32c;
 use iwnic_hdl::mpa_tx::MpaTxFramer;
 use iwnic_hdl::synth::synthesize;
+use iwnic_hdl::tcp_rx::TcpRxParser;
 use rust_hdl::prelude::*;
 
 fn report<B: Block>(name: &str, mut uut: B) {
@@ -33,4 +34,5 @@ fn report<B: Block>(name: &str, mut uut: B) {
 fn main() {
     report("crc32c", Crc32c::default());
     report("mpa_tx", MpaTxFramer::default());
+    report("tcp_rx", TcpRxParser::default());
 }

@@ -6,7 +6,9 @@
 //! Blocks so far:
 //! - [`crc32c`]: CRC32c over 64-bit beats with a partial last beat, as XOR matrices that
 //!   `build.rs` generates;
-//! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle).
+//! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
+//! - [`tcp_rx`]: the receive parser (Ethernet/IPv4/TCP frames → realigned TCP payload
+//!   with header sideband, checksums verified, bad frames dropped and counted).
 //!
 //! Tooling: [`verilator`] lints a block's exported Verilog and builds it into a model
 //! driven from Rust; [`synth`] runs the ECP5 flow and reports LUTs, FFs, BRAMs and Fmax.
@@ -16,4 +18,5 @@
 pub mod crc32c;
 pub mod mpa_tx;
 pub mod synth;
+pub mod tcp_rx;
 pub mod verilator;

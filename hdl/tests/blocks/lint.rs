@@ -3,6 +3,7 @@
 
 use iwnic_hdl::crc32c::Crc32c;
 use iwnic_hdl::mpa_tx::MpaTxFramer;
+use iwnic_hdl::tcp_rx::TcpRxParser;
 use iwnic_hdl::verilator::{lint, lint_waiving, Error, WAIVERS};
 use rust_hdl::prelude::*;
 
@@ -50,4 +51,13 @@ fn every_waiver_is_needed() {
             other => panic!("dropping the {dropped} waiver: {other:?}"),
         }
     }
+}
+
+#[test]
+fn tcp_rx_lints_clean() {
+    lint(
+        &verilog_of(TcpRxParser::default()),
+        &work_dir().join("lint-tcp_rx"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

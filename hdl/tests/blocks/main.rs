@@ -9,3 +9,4 @@ mod synth;
 mod crc32c;
 mod lint;
 mod mpa_tx;
+mod tcp_rx;
