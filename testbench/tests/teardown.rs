@@ -34,8 +34,13 @@ fn disconnect_from_either_side_closes_both() {
             p.a.quiet();
             p.b.quiet();
             let report = p.stop();
-            let resets = report.a.firmware.resets_sent + report.b.firmware.resets_sent;
-            assert_eq!(resets, u32::from(abrupt), "A closes: {a_closes}");
+            // An abrupt close sends RST. (A graceful one may too, legitimately, if a late
+            // retransmission meets a TIME_WAIT already over: the statuses above are what
+            // make a close orderly.)
+            if abrupt {
+                let resets = report.a.firmware.resets_sent + report.b.firmware.resets_sent;
+                assert!(resets >= 1, "A closes: {a_closes}");
+            }
         }
     }
 }

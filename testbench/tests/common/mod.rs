@@ -44,14 +44,17 @@ pub fn addr(ip: [u8; 4], port: u16) -> SocketAddr {
 /// unanswered MPA request after 500 ms, TIME_WAIT lasts 100 ms.
 pub fn quick_firmware() -> Config {
     use smoltcp::time::Duration as D;
+    // Short enough for quick tests, long enough that a simulation thread stalled by a
+    // loaded machine (the model runs at wall-clock pace) does not make timers fire early
+    // enough to change an outcome.
     Config {
-        rto_initial: D::from_millis(20),
+        rto_initial: D::from_millis(50),
         syn_retries: 3,
-        data_retries: 4,
-        mpa_request_timeout: D::from_millis(500),
-        mpa_reply_timeout: D::from_millis(500),
-        time_wait: D::from_millis(100),
-        fin_wait_2_timeout: D::from_millis(500),
+        data_retries: 6,
+        mpa_request_timeout: D::from_millis(1000),
+        mpa_reply_timeout: D::from_millis(1000),
+        time_wait: D::from_millis(200),
+        fin_wait_2_timeout: D::from_millis(1000),
         ..Config::default()
     }
 }
