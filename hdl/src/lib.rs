@@ -16,6 +16,7 @@
 //! hand and on Verilator in lock step, against `iwnic-proto`'s software reference.
 
 pub mod crc32c;
+pub mod export;
 pub mod mpa_tx;
 pub mod synth;
 pub mod tcp_rx;
