@@ -4,6 +4,7 @@
 use rust_hdl::prelude::*;
 
 use crate::crc32c::Crc32c;
+use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::tcp_rx::TcpRxParser;
 
@@ -30,12 +31,17 @@ fn verilog_of<B: Block + Default>() -> String {
 }
 
 /// The blocks, in datapath order (receive, then transmit).
-pub fn blocks() -> [ExportedBlock; 3] {
+pub fn blocks() -> [ExportedBlock; 4] {
     [
         ExportedBlock {
             name: "tcp_rx",
             about: "Ethernet II / IPv4 / TCP receive parser with both checksums",
             verilog: verilog_of::<TcpRxParser>,
+        },
+        ExportedBlock {
+            name: "mpa_rx",
+            about: "MPA receive delineation: TCP payload to ULPDUs (CRC32c, length checks)",
+            verilog: verilog_of::<MpaRxDelineator>,
         },
         ExportedBlock {
             name: "crc32c",

@@ -6,6 +6,8 @@
 //! Blocks so far:
 //! - [`crc32c`]: CRC32c over 64-bit beats with a partial last beat, as XOR matrices that
 //!   `build.rs` generates;
+//! - [`mpa_rx`]: MPA receive delineation (TCP payload → ULPDUs, CRC32c checked, flow
+//!   errors latched);
 //! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
 //! - [`tcp_rx`]: the receive parser (Ethernet/IPv4/TCP frames → realigned TCP payload
 //!   with header sideband, checksums verified, bad frames dropped and counted).
@@ -17,6 +19,7 @@
 
 pub mod crc32c;
 pub mod export;
+pub mod mpa_rx;
 pub mod mpa_tx;
 pub mod synth;
 pub mod tcp_rx;

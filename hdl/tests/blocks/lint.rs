@@ -2,6 +2,7 @@
 //! `iwnic_hdl::verilator::WAIVERS` (each listed there with its reason) and no others.
 
 use iwnic_hdl::crc32c::Crc32c;
+use iwnic_hdl::mpa_rx::MpaRxDelineator;
 use iwnic_hdl::mpa_tx::MpaTxFramer;
 use iwnic_hdl::tcp_rx::TcpRxParser;
 use iwnic_hdl::verilator::{lint, lint_waiving, Error, WAIVERS};
@@ -19,6 +20,15 @@ fn crc32c_lints_clean() {
     lint(
         &verilog_of(Crc32c::default()),
         &work_dir().join("lint-crc32c"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn mpa_rx_lints_clean() {
+    lint(
+        &verilog_of(MpaRxDelineator::default()),
+        &work_dir().join("lint-mpa_rx"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -8,5 +8,6 @@ mod synth;
 
 mod crc32c;
 mod lint;
+mod mpa_rx;
 mod mpa_tx;
 mod tcp_rx;

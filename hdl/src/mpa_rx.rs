@@ -1,0 +1,551 @@
+//! MPA receive delineation (RFC 5044 §4, §7.2): one connection's in-order TCP payload
+//! in, ULPDUs out, every FPDU's CRC32c checked.
+//!
+//! ```text
+//! | ULPDU_Length (2, big-endian) | ULPDU | PAD (0..3 zeros) | CRC32c (4, LSB first) |
+//! ```
+//!
+//! The behavioural model is `ModelDatapath::deliver` in the testbench, and the reference
+//! `iwnic_proto::fpdu::Splitter`: FPDUs are delineated from ULPDU_Length; the CRC covers
+//! the length, the ULPDU and the PAD; a CRC mismatch, a ULPDU longer than the flow's
+//! limit, or an FPDU that does not end with its TCP segment fails the flow for good.
+//!
+//! **Why 32-bit words, not 1–8-byte CRC widths and not a realigner**: every segment
+//! begins at byte 0 of a beat (as `tcp_rx` delivers it) and must begin and end at FPDU
+//! boundaries (spec/mpa.md), and every FPDU is a multiple of 4 bytes. So on a flow that
+//! has not failed, every FPDU starts at byte 0 or byte 4 of a beat, and its length
+//! field, its body words and its CRC field are whole aligned 32-bit words. Each beat is
+//! two words, each a *header* (length + 2 ULPDU/PAD bytes), a *body* word (ULPDU/PAD)
+//! or a *CRC* word, and the CRC needs only the 4- and 8-byte matrices
+//! (`StepWidths::Words`: the high word alone is shifted down first). A segment that
+//! breaks this — one that ends inside an FPDU, including inside a word — is exactly
+//! the "FPDU not ending with its segment" error, so the flow stops there, and no FPDU
+//! state ever has to survive a segment boundary: what does survive is the failed flag.
+//! (Markers would break the word structure; iwnic never negotiates them.)
+//!
+//! **Output** (`ulpdu_*`): one packet per ULPDU, realigned to byte 0 of a beat, `keep`
+//! 0xFF on every beat but the last; a zero-length ULPDU is one beat with `keep` = 0.
+//! The ULPDU leaves cut-through; its last beat waits for the CRC word and carries
+//! `ulpdu_good` (CRC matched). A ULPDU cut short by an error ends with a last beat with
+//! `ulpdu_good` low (its bytes so far, or an empty beat), so the buffer that follows
+//! drops it. `ulpdu_good` is low on beats that are not last.
+//!
+//! **Errors**: `crc_error` (an FPDU's CRC mismatched) and `length_error` (ULPDU_Length
+//! above `max_ulpdu_len`, or an FPDU not ending with its segment — a partial word, or a
+//! segment's last beat inside an FPDU) latch until `reset`, the model's `CrcError` and
+//! `LengthError`. From the error on, input is taken and dropped. Where the reference
+//! would stop first decides the kind: a CRC error in the beat wins over what follows it.
+//!
+//! **Realignment**: a ULPDU starts at byte 2 (FPDU at word 0) or byte 6 (word 1), fixed
+//! for the ULPDU, so each output beat is two bytes of the current input beat over six of
+//! the previous one, or six over two: a two-way choice, not a barrel shifter.
+//!
+//! **Throughput**: one beat per cycle in and out, with one exception: a ULPDU of 9 or
+//! more bytes whose length is 1 or 2 mod 8 and whose FPDU starts at byte 0 of a beat
+//! finishes two output beats in one input beat (its last full beat and its 1–2-byte
+//! final beat, whose CRC is in the same input beat); the input then stalls one cycle
+//! (the `tail` register). An error at a segment's end can cost the same one cycle. The
+//! output is registered; `in_ready` is combinational from `ulpdu_ready` (one gate). The
+//! longest path is the 8-byte CRC matrix into the CRC compare. Synchronous active-high
+//! `reset`.
+
+use rust_hdl::prelude::*;
+
+use crate::crc32c::{Crc32cStep, StepWidths, CRC32C_INIT};
+
+/// Delineates the FPDUs of one connection's TCP payload (see the module documentation).
+///
+/// **Input** (`in_*`): one TCP segment's payload per packet, starting at byte 0 of a
+/// beat, `keep` contiguous low bytes, 0xFF on every beat but the last; an empty segment
+/// is one beat with `keep` = 0. `max_ulpdu_len` is the flow's limit (context), held
+/// steady.
+#[derive(Clone, Debug, LogicBlock)]
+pub struct MpaRxDelineator {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub max_ulpdu_len: Signal<In, Bits<16>>,
+    pub in_data: Signal<In, Bits<64>>,
+    pub in_keep: Signal<In, Bits<8>>,
+    pub in_last: Signal<In, Bit>,
+    pub in_valid: Signal<In, Bit>,
+    pub in_ready: Signal<Out, Bit>,
+    pub ulpdu_data: Signal<Out, Bits<64>>,
+    pub ulpdu_keep: Signal<Out, Bits<8>>,
+    pub ulpdu_last: Signal<Out, Bit>,
+    /// On the last beat: the FPDU's CRC matched (else drop the ULPDU).
+    pub ulpdu_good: Signal<Out, Bit>,
+    pub ulpdu_valid: Signal<Out, Bit>,
+    pub ulpdu_ready: Signal<In, Bit>,
+    /// Latched: an FPDU's CRC32c did not match.
+    pub crc_error: Signal<Out, Bit>,
+    /// Latched: ULPDU_Length above `max_ulpdu_len`, or an FPDU not ending with its
+    /// segment.
+    pub length_error: Signal<Out, Bit>,
+    crc_step: Crc32cStep,
+    crc_init: Constant<Bits<32>>,
+    keep_none: Constant<Bits<8>>,
+    keep_low_word: Constant<Bits<8>>,
+    keep_all: Constant<Bits<8>>,
+    /// The output register takes a new beat (or empties) this cycle.
+    load: Signal<Local, Bit>,
+    failed: Signal<Local, Bit>,
+    /// An input beat is taken and processed this cycle (taken beats of a failed flow
+    /// are dropped).
+    take: Signal<Local, Bit>,
+    w0_valid: Signal<Local, Bit>,
+    w1_valid: Signal<Local, Bit>,
+    /// The beat ends inside a word.
+    partial: Signal<Local, Bit>,
+    /// ULPDU_Length if word 0 / word 1 is a header.
+    len0: Signal<Local, Bits<16>>,
+    len1: Signal<Local, Bits<16>>,
+    /// Body words between a header with that length and its CRC word:
+    /// `ceil((2 + len) / 4) - 1 = floor((len + 1) / 4)`.
+    body0: Signal<Local, Bits<16>>,
+    body1: Signal<Local, Bits<16>>,
+    /// What word 0 is (if valid): header, body or CRC word.
+    w0_hdr: Signal<Local, Bit>,
+    w0_crc: Signal<Local, Bit>,
+    w0_body: Signal<Local, Bit>,
+    /// The state after word 0: body words left before the CRC word.
+    left1: Signal<Local, Bits<16>>,
+    w1_hdr: Signal<Local, Bit>,
+    w1_crc: Signal<Local, Bit>,
+    w1_body: Signal<Local, Bit>,
+    /// The state after word 1.
+    left2: Signal<Local, Bits<16>>,
+    /// Inside an FPDU after this beat.
+    in_after: Signal<Local, Bit>,
+    crc_ok0: Signal<Local, Bit>,
+    crc_ok1: Signal<Local, Bit>,
+    too_long0: Signal<Local, Bit>,
+    crc_bad0: Signal<Local, Bit>,
+    /// Word 0 ends the flow: word 1 is not looked at.
+    stop0: Signal<Local, Bit>,
+    too_long1: Signal<Local, Bit>,
+    crc_bad1: Signal<Local, Bit>,
+    /// The segment ends inside an FPDU.
+    unended: Signal<Local, Bit>,
+    /// A header is in this beat (an FPDU, and its ULPDU packet, starts).
+    hdr_here: Signal<Local, Bit>,
+    hdr_at_w1: Signal<Local, Bit>,
+    hdr_len: Signal<Local, Bits<16>>,
+    /// The `keep` of the last output beat of a ULPDU of `hdr_len` bytes.
+    hdr_keep: Signal<Local, Bits<8>>,
+    /// The last covered word of the FPDU is word 0 / word 1 of this beat: all of its
+    /// ULPDU has arrived.
+    complete0: Signal<Local, Bit>,
+    complete1: Signal<Local, Bit>,
+    data_complete: Signal<Local, Bit>,
+    /// A full output beat that is not the ULPDU's last.
+    full_emit: Signal<Local, Bit>,
+    realigned: Signal<Local, Bits<64>>,
+    shift6_now: Signal<Local, Bit>,
+    shifted: Signal<Local, Bits<64>>,
+    /// The ULPDU's last output beat, when `data_complete`.
+    final_data: Signal<Local, Bits<64>>,
+    final_keep_now: Signal<Local, Bits<8>>,
+    /// This beat owes a ULPDU's last beat: its CRC is here, or the segment ended.
+    final_out: Signal<Local, Bit>,
+    final_out_data: Signal<Local, Bits<64>>,
+    final_out_keep: Signal<Local, Bits<8>>,
+    final_out_good: Signal<Local, Bit>,
+    /// This beat owes a beat that goes first: the held last beat of the previous
+    /// ULPDU (its CRC is word 0), or a full beat of the current one.
+    first_out: Signal<Local, Bit>,
+    /// Inside an FPDU: header seen, not yet its CRC word.
+    in_fpdu: DFF<Bit>,
+    /// Body words left before the CRC word.
+    words_left: DFF<Bits<16>>,
+    /// The raw CRC32c register over the FPDU so far.
+    crc_state: DFF<Bits<32>>,
+    /// ULPDU bytes not yet sent.
+    out_left: DFF<Bits<16>>,
+    /// The ULPDU starts at byte 6 of a beat (else byte 2).
+    offset6: DFF<Bit>,
+    /// The `keep` of the current ULPDU's last beat.
+    final_keep: DFF<Bits<8>>,
+    /// The previous input beat.
+    prev: DFF<Bits<64>>,
+    /// A ULPDU's last beat, held for its CRC word (or, with `tail`, for a free cycle).
+    fin_data: DFF<Bits<64>>,
+    fin_keep: DFF<Bits<8>>,
+    fin_good: DFF<Bit>,
+    /// `fin_*` is complete and goes out next; input waits.
+    tail: DFF<Bit>,
+    crc_failed: DFF<Bit>,
+    length_failed: DFF<Bit>,
+    out_data: DFF<Bits<64>>,
+    out_keep: DFF<Bits<8>>,
+    out_last: DFF<Bit>,
+    out_good: DFF<Bit>,
+    out_valid: DFF<Bit>,
+}
+
+impl Default for MpaRxDelineator {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            max_ulpdu_len: Default::default(),
+            in_data: Default::default(),
+            in_keep: Default::default(),
+            in_last: Default::default(),
+            in_valid: Default::default(),
+            in_ready: Default::default(),
+            ulpdu_data: Default::default(),
+            ulpdu_keep: Default::default(),
+            ulpdu_last: Default::default(),
+            ulpdu_good: Default::default(),
+            ulpdu_valid: Default::default(),
+            ulpdu_ready: Default::default(),
+            crc_error: Default::default(),
+            length_error: Default::default(),
+            crc_step: Crc32cStep::new(StepWidths::Words),
+            crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
+            keep_none: Constant::new(0x00.into()),
+            keep_low_word: Constant::new(0x0F.into()),
+            keep_all: Constant::new(0xFF.into()),
+            load: Default::default(),
+            failed: Default::default(),
+            take: Default::default(),
+            w0_valid: Default::default(),
+            w1_valid: Default::default(),
+            partial: Default::default(),
+            len0: Default::default(),
+            len1: Default::default(),
+            body0: Default::default(),
+            body1: Default::default(),
+            w0_hdr: Default::default(),
+            w0_crc: Default::default(),
+            w0_body: Default::default(),
+            left1: Default::default(),
+            w1_hdr: Default::default(),
+            w1_crc: Default::default(),
+            w1_body: Default::default(),
+            left2: Default::default(),
+            in_after: Default::default(),
+            crc_ok0: Default::default(),
+            crc_ok1: Default::default(),
+            too_long0: Default::default(),
+            crc_bad0: Default::default(),
+            stop0: Default::default(),
+            too_long1: Default::default(),
+            crc_bad1: Default::default(),
+            unended: Default::default(),
+            hdr_here: Default::default(),
+            hdr_at_w1: Default::default(),
+            hdr_len: Default::default(),
+            hdr_keep: Default::default(),
+            complete0: Default::default(),
+            complete1: Default::default(),
+            data_complete: Default::default(),
+            full_emit: Default::default(),
+            realigned: Default::default(),
+            shift6_now: Default::default(),
+            shifted: Default::default(),
+            final_data: Default::default(),
+            final_keep_now: Default::default(),
+            final_out: Default::default(),
+            final_out_data: Default::default(),
+            final_out_keep: Default::default(),
+            final_out_good: Default::default(),
+            first_out: Default::default(),
+            in_fpdu: Default::default(),
+            words_left: Default::default(),
+            crc_state: Default::default(),
+            out_left: Default::default(),
+            offset6: Default::default(),
+            final_keep: Default::default(),
+            prev: Default::default(),
+            fin_data: Default::default(),
+            fin_keep: Default::default(),
+            fin_good: Default::default(),
+            tail: Default::default(),
+            crc_failed: Default::default(),
+            length_failed: Default::default(),
+            out_data: Default::default(),
+            out_keep: Default::default(),
+            out_last: Default::default(),
+            out_good: Default::default(),
+            out_valid: Default::default(),
+        }
+    }
+}
+
+impl Logic for MpaRxDelineator {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            in_fpdu,
+            words_left,
+            crc_state,
+            out_left,
+            offset6,
+            final_keep,
+            prev,
+            fin_data,
+            fin_keep,
+            fin_good,
+            tail,
+            crc_failed,
+            length_failed,
+            out_data,
+            out_keep,
+            out_last,
+            out_good,
+            out_valid
+        );
+        self.load.next = !self.out_valid.q.val() | self.ulpdu_ready.val();
+        self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
+        // A failed flow drops its input without waiting for the output.
+        self.in_ready.next =
+            (self.load.val() | self.failed.val()) & !self.tail.q.val() & !self.reset.val();
+        self.take.next = self.in_valid.val() & self.in_ready.val() & !self.failed.val();
+
+        // The beat as two words.
+        self.w0_valid.next = self.in_keep.val().get_bit(3);
+        self.w1_valid.next = self.in_keep.val().get_bit(7);
+        self.partial.next = (self.in_keep.val() != 0x00)
+            & (self.in_keep.val() != 0x0F)
+            & (self.in_keep.val() != 0xFF);
+        // ULPDU_Length is big-endian: its high byte is byte 0 (bits 7:0).
+        self.len0.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
+            | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8));
+        self.len1.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(32)) << 8)
+            | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(40));
+        self.body0.next = self.len0.val() >> 2;
+        if self.len0.val().get_bits::<2>(0) == 3 {
+            self.body0.next = (self.len0.val() >> 2) + 1;
+        }
+        self.body1.next = self.len1.val() >> 2;
+        if self.len1.val().get_bits::<2>(0) == 3 {
+            self.body1.next = (self.len1.val() >> 2) + 1;
+        }
+
+        // Word roles, word 0 then word 1.
+        self.w0_hdr.next = !self.in_fpdu.q.val();
+        self.w0_crc.next = self.in_fpdu.q.val() & (self.words_left.q.val() == 0);
+        self.w0_body.next = self.in_fpdu.q.val() & (self.words_left.q.val() != 0);
+        self.left1.next = self.words_left.q.val() - 1;
+        if self.w0_hdr.val() {
+            self.left1.next = self.body0.val();
+        }
+        self.w1_hdr.next = self.w0_crc.val();
+        self.w1_crc.next = !self.w0_crc.val() & (self.left1.val() == 0);
+        self.w1_body.next = !self.w0_crc.val() & (self.left1.val() != 0);
+        self.left2.next = self.left1.val() - 1;
+        if self.w1_hdr.val() {
+            self.left2.next = self.body1.val();
+        }
+        self.in_after.next = self.in_fpdu.q.val();
+        if self.w0_valid.val() {
+            self.in_after.next = !self.w0_crc.val();
+        }
+        if self.w1_valid.val() {
+            self.in_after.next = !self.w1_crc.val();
+        }
+
+        // The CRC over the covered words: both words of one FPDU (8 bytes), or one
+        // word (the high word shifted down when it starts an FPDU after a CRC word).
+        self.crc_step.state.next = self.crc_state.q.val();
+        if self.w0_hdr.val() | self.w0_crc.val() {
+            self.crc_step.state.next = self.crc_init.val();
+        }
+        self.crc_step.data.next = self.in_data.val();
+        self.crc_step.keep.next = self.keep_none.val();
+        if self.w0_valid.val() & !self.w0_crc.val() {
+            self.crc_step.keep.next = self.keep_low_word.val();
+            if self.w1_valid.val() & self.w1_body.val() {
+                self.crc_step.keep.next = self.keep_all.val();
+            }
+        }
+        if self.w0_valid.val() & self.w0_crc.val() & self.w1_valid.val() {
+            self.crc_step.data.next = self.in_data.val() >> 32;
+            self.crc_step.keep.next = self.keep_low_word.val();
+        }
+        // The CRC field is sent least significant byte first: it is the word as it
+        // stands in a little-endian beat.
+        self.crc_ok0.next = !self.crc_state.q.val() == self.in_data.val().get_bits::<32>(0);
+        self.crc_ok1.next =
+            !self.crc_step.next_state.val() == self.in_data.val().get_bits::<32>(32);
+
+        // Errors, in the reference's order: word 0 first, and a word after an error is
+        // not looked at.
+        self.too_long0.next =
+            self.w0_valid.val() & self.w0_hdr.val() & (self.len0.val() > self.max_ulpdu_len.val());
+        self.crc_bad0.next = self.w0_valid.val() & self.w0_crc.val() & !self.crc_ok0.val();
+        self.stop0.next = self.too_long0.val() | self.crc_bad0.val();
+        self.too_long1.next = self.w1_valid.val()
+            & self.w1_hdr.val()
+            & (self.len1.val() > self.max_ulpdu_len.val())
+            & !self.stop0.val();
+        self.crc_bad1.next =
+            self.w1_valid.val() & self.w1_crc.val() & !self.crc_ok1.val() & !self.stop0.val();
+        self.unended.next = self.in_last.val()
+            & (self.partial.val() | self.in_after.val())
+            & !self.stop0.val()
+            & !self.too_long1.val()
+            & !self.crc_bad1.val();
+
+        // ULPDU bytes.
+        self.hdr_at_w1.next = !self.w0_hdr.val();
+        self.hdr_here.next = (self.w0_valid.val() & self.w0_hdr.val() & !self.too_long0.val())
+            | (self.w1_valid.val() & self.w1_hdr.val() & !self.stop0.val() & !self.too_long1.val());
+        self.hdr_len.next = self.len0.val();
+        if self.hdr_at_w1.val() {
+            self.hdr_len.next = self.len1.val();
+        }
+        match self.hdr_len.val().get_bits::<3>(0).index() {
+            1 => self.hdr_keep.next = 0x01.into(),
+            2 => self.hdr_keep.next = 0x03.into(),
+            3 => self.hdr_keep.next = 0x07.into(),
+            4 => self.hdr_keep.next = 0x0F.into(),
+            5 => self.hdr_keep.next = 0x1F.into(),
+            6 => self.hdr_keep.next = 0x3F.into(),
+            7 => self.hdr_keep.next = 0x7F.into(),
+            _ => self.hdr_keep.next = 0xFF.into(),
+        }
+        if self.hdr_len.val() == 0 {
+            self.hdr_keep.next = self.keep_none.val();
+        }
+        self.complete0.next = self.w0_valid.val()
+            & !self.w0_crc.val()
+            & (self.left1.val() == 0)
+            & !self.too_long0.val();
+        self.complete1.next = self.w1_valid.val()
+            & !self.w1_crc.val()
+            & (self.left2.val() == 0)
+            & !self.stop0.val()
+            & !self.too_long1.val();
+        self.data_complete.next = self.complete0.val() | self.complete1.val();
+        self.full_emit.next = self.w0_valid.val()
+            & self.w0_body.val()
+            & (self.out_left.q.val() > 8)
+            & (!self.offset6.q.val() | self.w1_valid.val());
+        if self.offset6.q.val() {
+            self.realigned.next = (self.in_data.val() << 16) | (self.prev.q.val() >> 48);
+        } else {
+            self.realigned.next = (self.in_data.val() << 48) | (self.prev.q.val() >> 16);
+        }
+        self.shift6_now.next = self.offset6.q.val();
+        if self.hdr_here.val() {
+            self.shift6_now.next = self.hdr_at_w1.val();
+        }
+        if self.shift6_now.val() {
+            self.shifted.next = self.in_data.val() >> 48;
+        } else {
+            self.shifted.next = self.in_data.val() >> 16;
+        }
+        self.final_data.next = self.realigned.val();
+        if self.hdr_here.val() | self.full_emit.val() {
+            self.final_data.next = self.shifted.val();
+        }
+        self.final_keep_now.next = self.final_keep.q.val();
+        if self.hdr_here.val() {
+            self.final_keep_now.next = self.hdr_keep.val();
+        }
+
+        // The ULPDU's last beat is owed when its CRC word is word 1 of this beat, or
+        // when the segment ends inside the FPDU (then it ends the packet as bad: with
+        // its bytes if all arrived, else empty).
+        self.final_out.next = (self.complete0.val() & self.w1_valid.val())
+            | (self.unended.val() & self.in_after.val());
+        self.final_out_good.next =
+            self.complete0.val() & self.w1_valid.val() & !self.crc_bad1.val();
+        self.final_out_data.next = 0_u64.into();
+        self.final_out_keep.next = self.keep_none.val();
+        if self.data_complete.val() {
+            self.final_out_data.next = self.final_data.val();
+            self.final_out_keep.next = self.final_keep_now.val();
+        } else if !self.w0_valid.val() & self.w0_crc.val() {
+            self.final_out_data.next = self.fin_data.q.val();
+            self.final_out_keep.next = self.fin_keep.q.val();
+        }
+        self.first_out.next = (self.w0_valid.val() & self.w0_crc.val()) | self.full_emit.val();
+
+        if self.load.val() {
+            self.out_valid.d.next = false;
+        }
+        if self.tail.q.val() & self.load.val() {
+            self.out_valid.d.next = true;
+            self.out_data.d.next = self.fin_data.q.val();
+            self.out_keep.d.next = self.fin_keep.q.val();
+            self.out_last.d.next = true;
+            self.out_good.d.next = self.fin_good.q.val();
+            self.tail.d.next = false;
+        }
+        if self.take.val() {
+            self.prev.d.next = self.in_data.val();
+            self.crc_state.d.next = self.crc_step.next_state.val();
+            if self.w0_valid.val() {
+                self.in_fpdu.d.next = !self.w0_crc.val();
+                self.words_left.d.next = self.left1.val();
+            }
+            if self.w1_valid.val() & !self.stop0.val() {
+                self.in_fpdu.d.next = !self.w1_crc.val();
+                self.words_left.d.next = self.left2.val();
+            }
+            if self.hdr_here.val() {
+                self.out_left.d.next = self.hdr_len.val();
+                self.offset6.d.next = self.hdr_at_w1.val();
+                self.final_keep.d.next = self.hdr_keep.val();
+            }
+            if self.full_emit.val() {
+                self.out_left.d.next = self.out_left.q.val() - 8;
+            }
+            if self.first_out.val() {
+                self.out_valid.d.next = true;
+                self.out_good.d.next = false;
+                self.out_data.d.next = self.realigned.val();
+                self.out_keep.d.next = self.keep_all.val();
+                self.out_last.d.next = false;
+                if self.w0_crc.val() {
+                    // The previous ULPDU's last beat, held for this CRC word.
+                    self.out_data.d.next = self.fin_data.q.val();
+                    self.out_keep.d.next = self.fin_keep.q.val();
+                    self.out_last.d.next = true;
+                    self.out_good.d.next = !self.crc_bad0.val();
+                }
+                if self.final_out.val() {
+                    // Two beats owed: the last one goes out next cycle.
+                    self.tail.d.next = true;
+                }
+            } else if self.final_out.val() {
+                self.out_valid.d.next = true;
+                self.out_data.d.next = self.final_out_data.val();
+                self.out_keep.d.next = self.final_out_keep.val();
+                self.out_last.d.next = true;
+                self.out_good.d.next = self.final_out_good.val();
+            }
+            if self.final_out.val() | self.data_complete.val() {
+                self.fin_data.d.next = self.final_out_data.val();
+                self.fin_keep.d.next = self.final_out_keep.val();
+                self.fin_good.d.next = self.final_out_good.val();
+            }
+            if self.crc_bad0.val() | self.crc_bad1.val() {
+                self.crc_failed.d.next = true;
+            }
+            if self.too_long0.val() | self.too_long1.val() | self.unended.val() {
+                self.length_failed.d.next = true;
+            }
+        }
+        if self.reset.val() {
+            self.in_fpdu.d.next = false;
+            self.crc_state.d.next = self.crc_init.val();
+            self.tail.d.next = false;
+            self.crc_failed.d.next = false;
+            self.length_failed.d.next = false;
+            self.out_valid.d.next = false;
+        }
+        self.ulpdu_data.next = self.out_data.q.val();
+        self.ulpdu_keep.next = self.out_keep.q.val();
+        self.ulpdu_last.next = self.out_last.q.val();
+        self.ulpdu_good.next = self.out_good.q.val();
+        self.ulpdu_valid.next = self.out_valid.q.val();
+        self.crc_error.next = self.crc_failed.q.val();
+        self.length_error.next = self.length_failed.q.val();
+    }
+}

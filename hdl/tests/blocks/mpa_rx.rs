@@ -1,0 +1,418 @@
+//! MPA receive delineation against `iwnic_proto::fpdu::Splitter`, used as the
+//! testbench's model uses it (`ModelDatapath::deliver`): segments pushed in order, an
+//! FPDU left open at a segment's end is a length error, and the first error ends the
+//! flow.
+
+use iwnic_hdl::mpa_rx::MpaRxDelineator;
+use iwnic_proto::fpdu::{FpduRepr, SplitEvent, Splitter};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::dut::{dut, lockstep, Bench, Timing};
+use crate::stream::{beats, kept_bytes, Beat, Sink, Source};
+
+dut! {
+    MpaRxDelineator, verilated as "mpa_rx",
+    inputs { reset, max_ulpdu_len, in_data, in_keep, in_last, in_valid, ulpdu_ready }
+    outputs {
+        in_ready, ulpdu_data, ulpdu_keep, ulpdu_last, ulpdu_good, ulpdu_valid,
+        crc_error, length_error
+    }
+}
+
+/// What the model makes of a flow's segments.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Expected {
+    /// ULPDUs delivered (a good CRC), in order.
+    ulpdus: Vec<Vec<u8>>,
+    /// The ULPDU bytes the splitter handed out for an FPDU that never ended.
+    unfinished: Option<Vec<u8>>,
+    crc_error: bool,
+    length_error: bool,
+}
+
+fn reference(segments: &[Vec<u8>], max_ulpdu_len: u16) -> Expected {
+    let mut splitter = Splitter::new(max_ulpdu_len);
+    let mut expected = Expected::default();
+    let mut current: Option<Vec<u8>> = None;
+    for segment in segments {
+        let result = splitter.push(segment, |event| match event {
+            SplitEvent::Start { .. } => current = Some(vec![]),
+            SplitEvent::Data(bytes) => current.as_mut().unwrap().extend_from_slice(bytes),
+            SplitEvent::End => expected.ulpdus.push(current.take().unwrap()),
+        });
+        match result {
+            Err(iwnic_proto::Error::BadCrc { .. }) => expected.crc_error = true,
+            Err(_) => expected.length_error = true,
+            Ok(()) if !splitter.at_boundary() => expected.length_error = true,
+            Ok(()) => {}
+        }
+        if expected.crc_error || expected.length_error {
+            break;
+        }
+    }
+    expected.unfinished = current;
+    expected
+}
+
+fn fpdu(ulpdu: &[u8]) -> Vec<u8> {
+    let repr = FpduRepr { ulpdu };
+    let mut bytes = vec![0; repr.buffer_len()];
+    repr.emit(&mut bytes).unwrap();
+    bytes
+}
+
+fn random_ulpdu(rng: &mut StdRng, max_len: usize) -> Vec<u8> {
+    let len = rng.gen_range(0..=max_len);
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+/// FPDUs packed into segments of 1 to 3 whole FPDUs, as the spec requires.
+fn segments_of(fpdus: &[Vec<u8>], rng: &mut StdRng) -> Vec<Vec<u8>> {
+    let mut segments = vec![];
+    let mut rest = fpdus;
+    while !rest.is_empty() {
+        let take = rng.gen_range(1..=3).min(rest.len());
+        segments.push(rest[..take].concat());
+        rest = &rest[take..];
+    }
+    segments
+}
+
+/// Feeds segments, collects output packets, and compares them with the reference at
+/// the end.
+struct DelineatorBench {
+    reset_cycles: u32,
+    max_ulpdu_len: u16,
+    source: Source<Beat>,
+    sink: Sink,
+    /// Cycles to run once the input is all taken, with the output always ready.
+    drain_cycles: u32,
+    packet: Vec<u8>,
+    good: Vec<Vec<u8>>,
+    bad: Vec<Vec<u8>>,
+    /// A packet arrived after a bad one.
+    packet_after_bad: bool,
+    errors: (bool, bool),
+    input_beats: u64,
+}
+
+impl DelineatorBench {
+    fn new(
+        segments: &[Vec<u8>],
+        max_ulpdu_len: u16,
+        idle_probability: f64,
+        stall_probability: f64,
+        seed: u64,
+    ) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let input: Vec<Beat> = segments.iter().flat_map(|s| beats(s, &mut rng)).collect();
+        DelineatorBench {
+            reset_cycles: 2,
+            max_ulpdu_len,
+            input_beats: input.len() as u64,
+            source: Source::new(input, idle_probability, seed + 1),
+            sink: Sink::new(stall_probability, seed + 2),
+            drain_cycles: 4,
+            packet: vec![],
+            good: vec![],
+            bad: vec![],
+            packet_after_bad: false,
+            errors: (false, false),
+        }
+    }
+}
+
+impl Bench<Inputs, Outputs> for DelineatorBench {
+    fn inputs(&mut self) -> Option<Inputs> {
+        let max_ulpdu_len = self.max_ulpdu_len.into();
+        if self.reset_cycles > 0 {
+            self.reset_cycles -= 1;
+            return Some(Inputs {
+                reset: 1,
+                max_ulpdu_len,
+                ..Default::default()
+            });
+        }
+        if self.source.is_empty() {
+            if self.drain_cycles == 0 {
+                return None;
+            }
+            self.drain_cycles -= 1;
+            return Some(Inputs {
+                max_ulpdu_len,
+                ulpdu_ready: 1,
+                ..Default::default()
+            });
+        }
+        let ulpdu_ready = u64::from(self.sink.ready());
+        Some(match self.source.offer() {
+            Some(beat) => Inputs {
+                reset: 0,
+                max_ulpdu_len,
+                in_data: beat.data,
+                in_keep: beat.keep.into(),
+                in_last: beat.last.into(),
+                in_valid: 1,
+                ulpdu_ready,
+            },
+            None => Inputs {
+                max_ulpdu_len,
+                ulpdu_ready,
+                ..Default::default()
+            },
+        })
+    }
+
+    fn outputs(&mut self, inputs: &Inputs, outputs: &Outputs) {
+        if inputs.reset == 1 {
+            assert_eq!(outputs.in_ready, 0, "in_ready during reset");
+            return;
+        }
+        self.errors = (outputs.crc_error == 1, outputs.length_error == 1);
+        self.source.handshake(outputs.in_ready == 1);
+        if outputs.ulpdu_valid == 0 || inputs.ulpdu_ready == 0 {
+            return;
+        }
+        let beat = Beat {
+            data: outputs.ulpdu_data,
+            keep: outputs.ulpdu_keep as u8,
+            last: outputs.ulpdu_last == 1,
+        };
+        if !beat.last {
+            assert_eq!(beat.keep, 0xFF, "a partial beat before the last: {beat:x?}");
+            assert_eq!(outputs.ulpdu_good, 0, "good on a beat that is not last");
+        }
+        self.packet.extend(kept_bytes(&beat));
+        if beat.last {
+            self.packet_after_bad |= !self.bad.is_empty();
+            let packet = std::mem::take(&mut self.packet);
+            if outputs.ulpdu_good == 1 {
+                self.good.push(packet);
+            } else {
+                self.bad.push(packet);
+            }
+        }
+    }
+}
+
+/// Runs `segments` through both engines and checks the outcome against the model:
+/// the delivered ULPDUs, the latched errors, and a ULPDU cut short ending as bad.
+fn run(
+    segments: &[Vec<u8>],
+    max_ulpdu_len: u16,
+    idle_probability: f64,
+    stall_probability: f64,
+    seed: u64,
+) -> (Timing, DelineatorBench, Expected) {
+    let expected = reference(segments, max_ulpdu_len);
+    let mut bench = DelineatorBench::new(
+        segments,
+        max_ulpdu_len,
+        idle_probability,
+        stall_probability,
+        seed,
+    );
+    let timing = lockstep(
+        &mut RustHdl::new(MpaRxDelineator::default()),
+        &mut Verilated::new(MpaRxDelineator::default()),
+        &mut bench,
+    );
+    assert!(bench.packet.is_empty(), "a packet left open");
+    assert_eq!(bench.good.len(), expected.ulpdus.len(), "delivered ULPDUs");
+    for (i, (got, want)) in bench.good.iter().zip(&expected.ulpdus).enumerate() {
+        assert!(
+            got == want,
+            "ULPDU {i}: {} bytes, want {}",
+            got.len(),
+            want.len()
+        );
+    }
+    assert_eq!(
+        bench.errors,
+        (expected.crc_error, expected.length_error),
+        "(crc_error, length_error)"
+    );
+    assert!(!bench.packet_after_bad, "a packet after a bad one");
+    assert!(bench.bad.len() <= 1, "{} bad packets", bench.bad.len());
+    if let Some(bad) = bench.bad.first() {
+        let unfinished = expected
+            .unfinished
+            .as_ref()
+            .expect("a bad packet, no open FPDU");
+        assert!(
+            unfinished.starts_with(bad),
+            "the bad packet is not a prefix"
+        );
+    }
+    if expected.crc_error {
+        // The whole ULPDU arrived before its CRC: it ends as bad, complete.
+        assert_eq!(bench.bad.first(), expected.unfinished.as_ref());
+    }
+    (timing, bench, expected)
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    s.split_whitespace()
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect()
+}
+
+fn spec_fpdus() -> (Vec<u8>, Vec<u8>) {
+    let rtr = hex("00 0E  C1 40  00 00 00 00  00 00 00 00 00 00 00 00  A3 05 72 AB");
+    let hello = hex(
+        "00 17  41 43  00 00 00 00  00 00 00 00  00 00 00 01  00 00 00 00  68 65 6C 6C 6F  \
+         00 00 00  B9 90 B1 0C",
+    );
+    (rtr, hello)
+}
+
+/// spec/mpa.md: the RTR and the "hello" Send, alone, back to back in one segment in
+/// both orders (the RTR is 20 bytes, so what follows it starts at byte 4 of a beat).
+#[test]
+fn mpa_rx_spec_fpdus() {
+    let (rtr, hello) = spec_fpdus();
+    let segments = vec![
+        rtr.clone(),
+        hello.clone(),
+        [rtr.clone(), hello.clone()].concat(),
+        [hello.clone(), rtr.clone(), hello.clone()].concat(),
+    ];
+    let (_, bench, _) = run(&segments, u16::MAX, 0.0, 0.0, 20);
+    assert_eq!(bench.good.len(), 7);
+    assert_eq!(bench.good[1][18..], *b"hello");
+    run(&segments, u16::MAX, 0.5, 0.5, 21);
+}
+
+/// Every ULPDU length from 0 to 40, each at both FPDU alignments (byte 0 and byte 4 of
+/// a beat), several FPDUs back to back per segment, under stalls.
+#[test]
+fn mpa_rx_every_short_length_both_alignments_under_random_stalls() {
+    let mut rng = StdRng::seed_from_u64(0x5158);
+    let mut fpdus = vec![];
+    for len in 0..=40 {
+        let ulpdu: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        // A 20-byte FPDU first moves the next to the other half of the beat.
+        fpdus.push(fpdu(&ulpdu));
+        fpdus.push(fpdu(&[0xA5; 14]));
+        fpdus.push(fpdu(&ulpdu));
+    }
+    let segments = segments_of(&fpdus, &mut rng);
+    run(&segments, u16::MAX, 0.3, 0.3, 22);
+}
+
+#[test]
+fn mpa_rx_random_fpdus_up_to_4000_bytes_under_random_stalls() {
+    let mut rng = StdRng::seed_from_u64(0x4001);
+    let fpdus: Vec<Vec<u8>> = (0..24)
+        .map(|_| fpdu(&random_ulpdu(&mut rng, 4000)))
+        .collect();
+    let segments = segments_of(&fpdus, &mut rng);
+    let (timing, bench, _) = run(&segments, 4000, 0.2, 0.2, 23);
+    assert_eq!(bench.good.len(), 24);
+    timing.report("mpa_rx, 24 random FPDUs of 0-4000-byte ULPDUs, 20% idle, 20% stall");
+}
+
+/// Segments cut at random points, mostly inside FPDUs (inside the length field, inside
+/// a word, anywhere): the first cut inside an FPDU is a length error, the ULPDU it cut
+/// ends as bad (or never starts), and nothing follows.
+#[test]
+fn mpa_rx_segments_cut_inside_fpdus_are_length_errors() {
+    for seed in 0..12u64 {
+        let mut rng = StdRng::seed_from_u64(0xC07 + seed);
+        let stream: Vec<u8> = (0..6)
+            .flat_map(|_| fpdu(&random_ulpdu(&mut rng, 300)))
+            .collect();
+        let mut segments = vec![];
+        let mut at = 0;
+        while at < stream.len() {
+            let len = rng.gen_range(1..=200).min(stream.len() - at);
+            segments.push(stream[at..at + len].to_vec());
+            at += len;
+        }
+        let (_, _, expected) = run(&segments, u16::MAX, 0.2, 0.2, 24 + seed);
+        assert!(expected.length_error || segments.len() == 1, "seed {seed}");
+    }
+}
+
+/// A cut inside the length field: the length straddles segments (and beats).
+#[test]
+fn mpa_rx_length_field_cut_between_segments() {
+    let (rtr, hello) = spec_fpdus();
+    for cut in [1, 2, 3, 5, 7] {
+        let stream = [rtr.clone(), hello.clone()].concat();
+        let at = rtr.len() + cut;
+        let segments = vec![stream[..at].to_vec(), stream[at..].to_vec()];
+        let (_, bench, expected) = run(&segments, u16::MAX, 0.0, 0.0, 40 + cut as u64);
+        assert!(expected.length_error && !expected.crc_error);
+        assert_eq!(bench.good.len(), 1);
+    }
+}
+
+/// A flipped bit anywhere in an FPDU's covered bytes or CRC field is a CRC error (or,
+/// in the length field, whatever the reference makes of the new length).
+#[test]
+fn mpa_rx_flipped_byte_is_a_crc_error() {
+    let mut crc_errors = 0;
+    for seed in 0..16u64 {
+        let mut rng = StdRng::seed_from_u64(0xF11 + seed);
+        let mut fpdus: Vec<Vec<u8>> = (0..5).map(|_| fpdu(&random_ulpdu(&mut rng, 200))).collect();
+        let victim = rng.gen_range(0..fpdus.len());
+        let at = rng.gen_range(0..fpdus[victim].len());
+        fpdus[victim][at] ^= 1 << rng.gen_range(0..8);
+        let segments = segments_of(&fpdus, &mut rng);
+        let (_, _, expected) = run(&segments, u16::MAX, 0.2, 0.2, 50 + seed);
+        crc_errors += usize::from(expected.crc_error);
+    }
+    assert!(crc_errors >= 12, "only {crc_errors} of 16 runs hit the CRC");
+}
+
+/// ULPDUs longer than `max_ulpdu_len` fail the flow as length errors; at the limit
+/// they pass.
+#[test]
+fn mpa_rx_ulpdu_above_the_limit_is_a_length_error() {
+    let mut rng = StdRng::seed_from_u64(0x11);
+    for (seed, limit) in [(60u64, 0u16), (61, 7), (62, 100)] {
+        let fpdus: Vec<Vec<u8>> = [0usize, 1, 7, 8, 99, 100, 101, 3, 200]
+            .into_iter()
+            .filter(|&len| len <= usize::from(limit))
+            .chain([usize::from(limit) + 1, 0])
+            .map(|len| fpdu(&vec![0x3C; len]))
+            .collect();
+        let segments = segments_of(&fpdus, &mut rng);
+        let (_, bench, expected) = run(&segments, limit, 0.1, 0.1, seed);
+        assert!(expected.length_error);
+        assert_eq!(bench.good.len(), fpdus.len() - 2);
+    }
+}
+
+/// With input always waiting and the output always ready, a beat goes in on every
+/// cycle but one per FPDU whose ULPDU is 9+ bytes, 1 or 2 mod 8, at byte 0 of a beat.
+#[test]
+fn mpa_rx_takes_a_beat_per_cycle() {
+    let mut rng = StdRng::seed_from_u64(0xBEA7);
+    let lens: Vec<usize> = (0..=40).chain([1000, 1001, 1002, 1003, 1500]).collect();
+    let mut fpdus = vec![];
+    for &len in &lens {
+        fpdus.push(fpdu(&vec![0x5A; len]));
+        fpdus.push(fpdu(&[0xA5; 14]));
+    }
+    let segments = segments_of(&fpdus, &mut rng);
+    // Count the FPDUs that cost a cycle, from where each starts.
+    let mut tails = 0;
+    for segment in &segments {
+        let mut at = 0;
+        while at < segment.len() {
+            let len = usize::from(u16::from_be_bytes([segment[at], segment[at + 1]]));
+            tails += usize::from(at % 8 == 0 && len >= 9 && matches!(len % 8, 1 | 2));
+            at += fpdu(&vec![0; len]).len();
+        }
+    }
+    let (timing, bench, _) = run(&segments, u16::MAX, 0.0, 0.0, 70);
+    // Two reset cycles, the input beats, the tail cycles, the drain.
+    assert_eq!(timing.cycles, 2 + bench.input_beats + tails as u64 + 4);
+    println!(
+        "mpa_rx back to back: {} input beats in {} cycles ({tails} tail cycles)",
+        bench.input_beats, timing.cycles
+    );
+}
