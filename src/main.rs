@@ -89,6 +89,10 @@ struct SimArgs {
     private_data: usize,
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
+    /// Datapath cycles (125 MHz) between two runs of each NIC's firmware: the soft
+    /// core's speed.
+    #[arg(long, default_value_t = 1_000)]
+    poll_cycles: u64,
     /// Capture of both directions of the link.
     #[arg(long, default_value = "out/sim.pcap")]
     pcap: PathBuf,
@@ -224,6 +228,7 @@ fn sim(args: &SimArgs) -> ExitCode {
         link: Default::default(),
         pcap: Some(args.pcap.clone()),
         patience: std::time::Duration::from_secs(30),
+        firmware_poll_cycles: args.poll_cycles,
     };
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template("{msg:>11} [{bar:40}] {pos}/{len} {per_sec}")

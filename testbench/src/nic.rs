@@ -4,7 +4,7 @@
 use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::MAX_RECORD_LEN;
-use smoltcp::time::Instant;
+use smoltcp::time::{Duration, Instant};
 
 use crate::engine::Engine;
 
@@ -64,15 +64,20 @@ pub struct Nic<E: Engine> {
     host: InProcessNic,
     /// The firmware's counters as its register window shows them.
     pub firmware_counters: Counters,
+    /// The firmware runs once per `poll_period`: the soft core's speed.
+    poll_period: Duration,
+    last_poll: Option<Instant>,
 }
 
 impl<E: Engine> Nic<E> {
-    pub fn new(engine: E, config: Config, host: InProcessNic) -> Nic<E> {
+    pub fn new(engine: E, config: Config, host: InProcessNic, poll_period: Duration) -> Nic<E> {
         Nic {
             engine,
             firmware: Box::new(SimFirmware::new(config)),
             host,
             firmware_counters: Counters::ZERO,
+            poll_period,
+            last_poll: None,
         }
     }
 
@@ -80,8 +85,8 @@ impl<E: Engine> Nic<E> {
         &self.firmware
     }
 
-    /// Host ULPDUs into the datapath, received ULPDUs out to the host, then one firmware
-    /// poll at `now`. Returns whether anything moved.
+    /// Host ULPDUs into the datapath, received ULPDUs out to the host, then a firmware
+    /// poll at `now` if one is due. Returns whether anything moved.
     pub fn service(&mut self, now: Instant) -> bool {
         let mut moved = false;
         while let Some((index, ulpdu)) = self.host.pop_ulpdu() {
@@ -93,6 +98,13 @@ impl<E: Engine> Nic<E> {
             let _ = self.host.push_ulpdu(index, &ulpdu);
             moved = true;
         }
+        if self
+            .last_poll
+            .is_some_and(|last| now - last < self.poll_period)
+        {
+            return moved;
+        }
+        self.last_poll = Some(now);
         let before = self.firmware.counters().frames_sent + self.firmware.counters().events_raised;
         let mut hal = NicHal {
             engine: &mut self.engine,

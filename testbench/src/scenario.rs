@@ -42,6 +42,8 @@ pub struct Scenario {
     pub pcap: Option<PathBuf>,
     /// The longest wait for any next event or message before the run is declared stuck.
     pub patience: Duration,
+    /// Datapath cycles between two firmware polls on each NIC.
+    pub firmware_poll_cycles: u64,
 }
 
 /// Events an application saw, by "KIND(status)".
@@ -226,6 +228,7 @@ pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outc
         link: scenario.link,
         pcap: scenario.pcap.clone(),
         host_queue: 4096,
+        firmware_poll_cycles: scenario.firmware_poll_cycles,
         ..SimConfig::default()
     };
     let mut sim = Sim::start(sim_config)?;

@@ -26,6 +26,12 @@ use crate::pcap::PcapRecorder;
 /// Datapath clock.
 pub const CLOCK_HZ: u64 = 125_000_000;
 
+/// Time between firmware polls for a poll every `cycles` datapath cycles (microsecond
+/// resolution, the firmware's clock).
+fn firmware_poll_period(cycles: u64) -> smoltcp::time::Duration {
+    smoltcp::time::Duration::from_micros(cycles * 1_000_000 / CLOCK_HZ)
+}
+
 /// One end of the simulated link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -48,6 +54,8 @@ pub struct SimConfig {
     pub host_queue: usize,
     /// Write every frame that crosses the link here.
     pub pcap: Option<PathBuf>,
+    /// Datapath cycles between two runs of each NIC's firmware (the soft core's speed).
+    pub firmware_poll_cycles: u64,
 }
 
 impl Default for SimConfig {
@@ -57,6 +65,7 @@ impl Default for SimConfig {
             firmware: Config::default(),
             host_queue: 256,
             pcap: None,
+            firmware_poll_cycles: 1_000,
         }
     }
 }
@@ -121,15 +130,18 @@ impl Sim {
             .name("iwnic-sim".into())
             .stack_size(64 << 20)
             .spawn(move || {
+                let period = firmware_poll_period(config.firmware_poll_cycles);
                 let a = Nic::new(
                     ModelDatapath::new(A_IP),
                     config.firmware_of(Side::A),
                     a_host,
+                    period,
                 );
                 let b = Nic::new(
                     ModelDatapath::new(B_IP),
                     config.firmware_of(Side::B),
                     b_host,
+                    period,
                 );
                 run(a, b, link, &flag)
             })?;

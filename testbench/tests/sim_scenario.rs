@@ -17,6 +17,7 @@ fn scenario(pcap: std::path::PathBuf) -> Scenario {
         link: LinkConfig::default(),
         pcap: Some(pcap),
         patience: Duration::from_secs(20),
+        firmware_poll_cycles: 1_000,
     }
 }
 
