@@ -40,14 +40,20 @@
 //! for the ULPDU, so each output beat is two bytes of the current input beat over six of
 //! the previous one, or six over two: a two-way choice, not a barrel shifter.
 //!
-//! **Throughput**: one beat per cycle in and out, with one exception: a ULPDU of 9 or
-//! more bytes whose length is 1 or 2 mod 8 and whose FPDU starts at byte 0 of a beat
-//! finishes two output beats in one input beat (its last full beat and its 1–2-byte
-//! final beat, whose CRC is in the same input beat); the input then stalls one cycle
-//! (the `tail` register). An error at a segment's end can cost the same one cycle. The
-//! output is registered; `in_ready` is combinational from `ulpdu_ready` (one gate). The
-//! longest path is the 8-byte CRC matrix into the CRC compare. Synchronous active-high
-//! `reset`.
+//! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
+//! the output queue has no bubbles of its own. A beat finishes at most two output
+//! beats: a ULPDU of 9+ bytes whose length is 1 or 2 mod 8 and whose FPDU starts at
+//! byte 0 of a beat ends in the input beat that also holds its CRC, with its last full
+//! beat and its 1–2-byte final beat both due (and a segment that ends inside an FPDU
+//! owes a full beat and a closing bad one). Such a beat has always been preceded by a
+//! beat that finished none (its FPDU's header beat), so over time no more than one beat
+//! leaves per beat that arrives; a three-beat output queue absorbs the difference, and
+//! `in_ready` asks for two free places after this cycle's dequeue (so it is
+//! combinational from `ulpdu_ready`: one mux level). `tests/blocks/mpa_rx.rs` checks the
+//! exact cycle count back to back. Latency: a ULPDU beat leaves the cycle after the
+//! input beat that completes it; the last beat waits for the CRC word. The longest path
+//! is the 8-byte CRC matrix into the CRC compare and the queue's `good` bit.
+//! Synchronous active-high `reset`.
 
 use rust_hdl::prelude::*;
 
@@ -86,8 +92,15 @@ pub struct MpaRxDelineator {
     keep_none: Constant<Bits<8>>,
     keep_low_word: Constant<Bits<8>>,
     keep_all: Constant<Bits<8>>,
-    /// The output register takes a new beat (or empties) this cycle.
-    load: Signal<Local, Bit>,
+    /// The head of the output queue leaves this cycle.
+    dequeue: Signal<Local, Bit>,
+    /// The output queue after this cycle's dequeue, before this cycle's pushes.
+    kept0_data: Signal<Local, Bits<64>>,
+    kept0_tag: Signal<Local, Bits<11>>,
+    kept1_data: Signal<Local, Bits<64>>,
+    kept1_tag: Signal<Local, Bits<11>>,
+    kept2_data: Signal<Local, Bits<64>>,
+    kept2_tag: Signal<Local, Bits<11>>,
     failed: Signal<Local, Bit>,
     /// An input beat is taken and processed this cycle (taken beats of a failed flow
     /// are dropped).
@@ -150,9 +163,12 @@ pub struct MpaRxDelineator {
     final_out_data: Signal<Local, Bits<64>>,
     final_out_keep: Signal<Local, Bits<8>>,
     final_out_good: Signal<Local, Bit>,
+    final_out_tag: Signal<Local, Bits<11>>,
     /// This beat owes a beat that goes first: the held last beat of the previous
     /// ULPDU (its CRC is word 0), or a full beat of the current one.
     first_out: Signal<Local, Bit>,
+    first_out_data: Signal<Local, Bits<64>>,
+    first_out_tag: Signal<Local, Bits<11>>,
     /// Inside an FPDU: header seen, not yet its CRC word.
     in_fpdu: DFF<Bit>,
     /// Body words left before the CRC word.
@@ -167,19 +183,19 @@ pub struct MpaRxDelineator {
     final_keep: DFF<Bits<8>>,
     /// The previous input beat.
     prev: DFF<Bits<64>>,
-    /// A ULPDU's last beat, held for its CRC word (or, with `tail`, for a free cycle).
+    /// A ULPDU's last beat, held for its CRC word.
     fin_data: DFF<Bits<64>>,
     fin_keep: DFF<Bits<8>>,
-    fin_good: DFF<Bit>,
-    /// `fin_*` is complete and goes out next; input waits.
-    tail: DFF<Bit>,
     crc_failed: DFF<Bit>,
     length_failed: DFF<Bit>,
-    out_data: DFF<Bits<64>>,
-    out_keep: DFF<Bits<8>>,
-    out_last: DFF<Bit>,
-    out_good: DFF<Bit>,
-    out_valid: DFF<Bit>,
+    /// The output queue, head first: three beats, each data and a tag of
+    /// `{valid, good, last, keep[7:0]}` (bits 10, 9, 8, 7:0).
+    queue0_data: DFF<Bits<64>>,
+    queue0_tag: DFF<Bits<11>>,
+    queue1_data: DFF<Bits<64>>,
+    queue1_tag: DFF<Bits<11>>,
+    queue2_data: DFF<Bits<64>>,
+    queue2_tag: DFF<Bits<11>>,
 }
 
 impl Default for MpaRxDelineator {
@@ -206,7 +222,13 @@ impl Default for MpaRxDelineator {
             keep_none: Constant::new(0x00.into()),
             keep_low_word: Constant::new(0x0F.into()),
             keep_all: Constant::new(0xFF.into()),
-            load: Default::default(),
+            dequeue: Default::default(),
+            kept0_data: Default::default(),
+            kept0_tag: Default::default(),
+            kept1_data: Default::default(),
+            kept1_tag: Default::default(),
+            kept2_data: Default::default(),
+            kept2_tag: Default::default(),
             failed: Default::default(),
             take: Default::default(),
             w0_valid: Default::default(),
@@ -250,7 +272,10 @@ impl Default for MpaRxDelineator {
             final_out_data: Default::default(),
             final_out_keep: Default::default(),
             final_out_good: Default::default(),
+            final_out_tag: Default::default(),
             first_out: Default::default(),
+            first_out_data: Default::default(),
+            first_out_tag: Default::default(),
             in_fpdu: Default::default(),
             words_left: Default::default(),
             crc_state: Default::default(),
@@ -260,15 +285,14 @@ impl Default for MpaRxDelineator {
             prev: Default::default(),
             fin_data: Default::default(),
             fin_keep: Default::default(),
-            fin_good: Default::default(),
-            tail: Default::default(),
             crc_failed: Default::default(),
             length_failed: Default::default(),
-            out_data: Default::default(),
-            out_keep: Default::default(),
-            out_last: Default::default(),
-            out_good: Default::default(),
-            out_valid: Default::default(),
+            queue0_data: Default::default(),
+            queue0_tag: Default::default(),
+            queue1_data: Default::default(),
+            queue1_tag: Default::default(),
+            queue2_data: Default::default(),
+            queue2_tag: Default::default(),
         }
     }
 }
@@ -288,21 +312,34 @@ impl Logic for MpaRxDelineator {
             prev,
             fin_data,
             fin_keep,
-            fin_good,
-            tail,
             crc_failed,
             length_failed,
-            out_data,
-            out_keep,
-            out_last,
-            out_good,
-            out_valid
+            queue0_data,
+            queue0_tag,
+            queue1_data,
+            queue1_tag,
+            queue2_data,
+            queue2_tag
         );
-        self.load.next = !self.out_valid.q.val() | self.ulpdu_ready.val();
+        self.dequeue.next = self.queue0_tag.q.val().get_bit(10) & self.ulpdu_ready.val();
+        self.kept0_data.next = self.queue0_data.q.val();
+        self.kept0_tag.next = self.queue0_tag.q.val();
+        self.kept1_data.next = self.queue1_data.q.val();
+        self.kept1_tag.next = self.queue1_tag.q.val();
+        self.kept2_data.next = self.queue2_data.q.val();
+        self.kept2_tag.next = self.queue2_tag.q.val();
+        if self.dequeue.val() {
+            self.kept0_data.next = self.queue1_data.q.val();
+            self.kept0_tag.next = self.queue1_tag.q.val();
+            self.kept1_data.next = self.queue2_data.q.val();
+            self.kept1_tag.next = self.queue2_tag.q.val();
+            self.kept2_tag.next = 0.into();
+        }
         self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
-        // A failed flow drops its input without waiting for the output.
+        // A beat pushes at most two beats into the queue; a failed flow drops its input
+        // without waiting for the output.
         self.in_ready.next =
-            (self.load.val() | self.failed.val()) & !self.tail.q.val() & !self.reset.val();
+            (!self.kept1_tag.val().get_bit(10) | self.failed.val()) & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val() & !self.failed.val();
 
         // The beat as two words.
@@ -464,18 +501,59 @@ impl Logic for MpaRxDelineator {
             self.final_out_data.next = self.fin_data.q.val();
             self.final_out_keep.next = self.fin_keep.q.val();
         }
-        self.first_out.next = (self.w0_valid.val() & self.w0_crc.val()) | self.full_emit.val();
-
-        if self.load.val() {
-            self.out_valid.d.next = false;
+        if self.final_out_good.val() {
+            self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x700;
+        } else {
+            self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x500;
         }
-        if self.tail.q.val() & self.load.val() {
-            self.out_valid.d.next = true;
-            self.out_data.d.next = self.fin_data.q.val();
-            self.out_keep.d.next = self.fin_keep.q.val();
-            self.out_last.d.next = true;
-            self.out_good.d.next = self.fin_good.q.val();
-            self.tail.d.next = false;
+        self.first_out.next = (self.w0_valid.val() & self.w0_crc.val()) | self.full_emit.val();
+        self.first_out_data.next = self.realigned.val();
+        self.first_out_tag.next = bit_cast::<11, 8>(self.keep_all.val()) | 0x400;
+        if self.w0_crc.val() {
+            // The previous ULPDU's last beat, held for this CRC word.
+            self.first_out_data.next = self.fin_data.q.val();
+            if self.crc_bad0.val() {
+                self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x500;
+            } else {
+                self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x700;
+            }
+        }
+
+        // The queue: what stays after the dequeue, then this beat's pushes behind it
+        // (first the `first_out` beat, then the `final_out` one). `in_ready` made sure
+        // two places are free.
+        self.queue0_data.d.next = self.kept0_data.val();
+        self.queue0_tag.d.next = self.kept0_tag.val();
+        self.queue1_data.d.next = self.kept1_data.val();
+        self.queue1_tag.d.next = self.kept1_tag.val();
+        self.queue2_data.d.next = self.kept2_data.val();
+        self.queue2_tag.d.next = self.kept2_tag.val();
+        if self.take.val() {
+            if self.first_out.val() {
+                if self.kept0_tag.val().get_bit(10) {
+                    self.queue1_data.d.next = self.first_out_data.val();
+                    self.queue1_tag.d.next = self.first_out_tag.val();
+                    if self.final_out.val() {
+                        self.queue2_data.d.next = self.final_out_data.val();
+                        self.queue2_tag.d.next = self.final_out_tag.val();
+                    }
+                } else {
+                    self.queue0_data.d.next = self.first_out_data.val();
+                    self.queue0_tag.d.next = self.first_out_tag.val();
+                    if self.final_out.val() {
+                        self.queue1_data.d.next = self.final_out_data.val();
+                        self.queue1_tag.d.next = self.final_out_tag.val();
+                    }
+                }
+            } else if self.final_out.val() {
+                if self.kept0_tag.val().get_bit(10) {
+                    self.queue1_data.d.next = self.final_out_data.val();
+                    self.queue1_tag.d.next = self.final_out_tag.val();
+                } else {
+                    self.queue0_data.d.next = self.final_out_data.val();
+                    self.queue0_tag.d.next = self.final_out_tag.val();
+                }
+            }
         }
         if self.take.val() {
             self.prev.d.next = self.in_data.val();
@@ -496,34 +574,9 @@ impl Logic for MpaRxDelineator {
             if self.full_emit.val() {
                 self.out_left.d.next = self.out_left.q.val() - 8;
             }
-            if self.first_out.val() {
-                self.out_valid.d.next = true;
-                self.out_good.d.next = false;
-                self.out_data.d.next = self.realigned.val();
-                self.out_keep.d.next = self.keep_all.val();
-                self.out_last.d.next = false;
-                if self.w0_crc.val() {
-                    // The previous ULPDU's last beat, held for this CRC word.
-                    self.out_data.d.next = self.fin_data.q.val();
-                    self.out_keep.d.next = self.fin_keep.q.val();
-                    self.out_last.d.next = true;
-                    self.out_good.d.next = !self.crc_bad0.val();
-                }
-                if self.final_out.val() {
-                    // Two beats owed: the last one goes out next cycle.
-                    self.tail.d.next = true;
-                }
-            } else if self.final_out.val() {
-                self.out_valid.d.next = true;
-                self.out_data.d.next = self.final_out_data.val();
-                self.out_keep.d.next = self.final_out_keep.val();
-                self.out_last.d.next = true;
-                self.out_good.d.next = self.final_out_good.val();
-            }
-            if self.final_out.val() | self.data_complete.val() {
-                self.fin_data.d.next = self.final_out_data.val();
-                self.fin_keep.d.next = self.final_out_keep.val();
-                self.fin_good.d.next = self.final_out_good.val();
+            if self.data_complete.val() {
+                self.fin_data.d.next = self.final_data.val();
+                self.fin_keep.d.next = self.final_keep_now.val();
             }
             if self.crc_bad0.val() | self.crc_bad1.val() {
                 self.crc_failed.d.next = true;
@@ -535,16 +588,17 @@ impl Logic for MpaRxDelineator {
         if self.reset.val() {
             self.in_fpdu.d.next = false;
             self.crc_state.d.next = self.crc_init.val();
-            self.tail.d.next = false;
             self.crc_failed.d.next = false;
             self.length_failed.d.next = false;
-            self.out_valid.d.next = false;
+            self.queue0_tag.d.next = 0.into();
+            self.queue1_tag.d.next = 0.into();
+            self.queue2_tag.d.next = 0.into();
         }
-        self.ulpdu_data.next = self.out_data.q.val();
-        self.ulpdu_keep.next = self.out_keep.q.val();
-        self.ulpdu_last.next = self.out_last.q.val();
-        self.ulpdu_good.next = self.out_good.q.val();
-        self.ulpdu_valid.next = self.out_valid.q.val();
+        self.ulpdu_data.next = self.queue0_data.q.val();
+        self.ulpdu_keep.next = self.queue0_tag.q.val().get_bits::<8>(0);
+        self.ulpdu_last.next = self.queue0_tag.q.val().get_bit(8);
+        self.ulpdu_good.next = self.queue0_tag.q.val().get_bit(9);
+        self.ulpdu_valid.next = self.queue0_tag.q.val().get_bit(10);
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
     }
