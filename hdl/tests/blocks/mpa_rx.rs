@@ -3,6 +3,8 @@
 //! FPDU left open at a segment's end is a length error, and the first error ends the
 //! flow.
 
+use std::collections::VecDeque;
+
 use iwnic_hdl::mpa_rx::MpaRxDelineator;
 use iwnic_proto::fpdu::{FpduRepr, SplitEvent, Splitter};
 use rand::rngs::StdRng;
@@ -79,46 +81,64 @@ fn segments_of(fpdus: &[Vec<u8>], rng: &mut StdRng) -> Vec<Vec<u8>> {
     segments
 }
 
-/// Feeds segments, collects output packets, and compares them with the reference at
-/// the end.
-struct DelineatorBench {
-    reset_cycles: u32,
-    max_ulpdu_len: u16,
-    source: Source<Beat>,
-    sink: Sink,
-    /// Cycles to run once the input is all taken, with the output always ready.
-    drain_cycles: u32,
-    packet: Vec<u8>,
+/// What came out of the block for one flow (between resets).
+#[derive(Debug, Default)]
+struct Outcome {
+    input_beats: u64,
     good: Vec<Vec<u8>>,
     bad: Vec<Vec<u8>>,
     /// A packet arrived after a bad one.
     packet_after_bad: bool,
+    /// `(crc_error, length_error)` at the end of the flow.
     errors: (bool, bool),
-    input_beats: u64,
+}
+
+/// Feeds flows, each after a reset, and collects each flow's output packets.
+struct DelineatorBench {
+    reset_cycles: u32,
+    max_ulpdu_len: u16,
+    idle_probability: f64,
+    source: Source<Beat>,
+    /// The flows after the current one, as beats.
+    next_flows: VecDeque<Vec<Beat>>,
+    seed: u64,
+    sink: Sink,
+    /// Cycles to run once a flow's input is all taken, with the output always ready.
+    drain_cycles: u32,
+    packet: Vec<u8>,
+    current: Outcome,
+    outcomes: Vec<Outcome>,
 }
 
 impl DelineatorBench {
     fn new(
-        segments: &[Vec<u8>],
+        flows: &[Vec<Vec<u8>>],
         max_ulpdu_len: u16,
         idle_probability: f64,
         stall_probability: f64,
         seed: u64,
     ) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
-        let input: Vec<Beat> = segments.iter().flat_map(|s| beats(s, &mut rng)).collect();
+        let mut next_flows: VecDeque<Vec<Beat>> = flows
+            .iter()
+            .map(|segments| segments.iter().flat_map(|s| beats(s, &mut rng)).collect())
+            .collect();
+        let first = next_flows.pop_front().unwrap();
         DelineatorBench {
             reset_cycles: 2,
             max_ulpdu_len,
-            input_beats: input.len() as u64,
-            source: Source::new(input, idle_probability, seed + 1),
+            idle_probability,
+            current: Outcome {
+                input_beats: first.len() as u64,
+                ..Default::default()
+            },
+            source: Source::new(first, idle_probability, seed + 1),
+            next_flows,
+            seed,
             sink: Sink::new(stall_probability, seed + 2),
             drain_cycles: 4,
             packet: vec![],
-            good: vec![],
-            bad: vec![],
-            packet_after_bad: false,
-            errors: (false, false),
+            outcomes: vec![],
         }
     }
 }
@@ -136,7 +156,15 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
         }
         if self.source.is_empty() {
             if self.drain_cycles == 0 {
-                return None;
+                assert!(self.packet.is_empty(), "a packet left open");
+                self.outcomes.push(std::mem::take(&mut self.current));
+                let next = self.next_flows.pop_front()?;
+                self.seed += 3;
+                self.current.input_beats = next.len() as u64;
+                self.source = Source::new(next, self.idle_probability, self.seed);
+                self.reset_cycles = 2;
+                self.drain_cycles = 4;
+                return self.inputs();
             }
             self.drain_cycles -= 1;
             return Some(Inputs {
@@ -169,7 +197,13 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
             assert_eq!(outputs.in_ready, 0, "in_ready during reset");
             return;
         }
-        self.errors = (outputs.crc_error == 1, outputs.length_error == 1);
+        let errors = (outputs.crc_error == 1, outputs.length_error == 1);
+        let (was_crc, was_length) = self.current.errors;
+        assert!(
+            (errors.0 || !was_crc) && (errors.1 || !was_length),
+            "an error cleared without a reset"
+        );
+        self.current.errors = errors;
         self.source.handshake(outputs.in_ready == 1);
         if outputs.ulpdu_valid == 0 || inputs.ulpdu_ready == 0 {
             return;
@@ -185,42 +219,26 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
         }
         self.packet.extend(kept_bytes(&beat));
         if beat.last {
-            self.packet_after_bad |= !self.bad.is_empty();
+            self.current.packet_after_bad |= !self.current.bad.is_empty();
             let packet = std::mem::take(&mut self.packet);
             if outputs.ulpdu_good == 1 {
-                self.good.push(packet);
+                self.current.good.push(packet);
             } else {
-                self.bad.push(packet);
+                self.current.bad.push(packet);
             }
         }
     }
 }
 
-/// Runs `segments` through both engines and checks the outcome against the model:
-/// the delivered ULPDUs, the latched errors, and a ULPDU cut short ending as bad.
-fn run(
-    segments: &[Vec<u8>],
-    max_ulpdu_len: u16,
-    idle_probability: f64,
-    stall_probability: f64,
-    seed: u64,
-) -> (Timing, DelineatorBench, Expected) {
-    let expected = reference(segments, max_ulpdu_len);
-    let mut bench = DelineatorBench::new(
-        segments,
-        max_ulpdu_len,
-        idle_probability,
-        stall_probability,
-        seed,
+/// Checks one flow's outcome against the model: the delivered ULPDUs, the latched
+/// errors, and a ULPDU cut short ending as bad.
+fn check(outcome: &Outcome, expected: &Expected) {
+    assert_eq!(
+        outcome.good.len(),
+        expected.ulpdus.len(),
+        "delivered ULPDUs"
     );
-    let timing = lockstep(
-        &mut RustHdl::new(MpaRxDelineator::default()),
-        &mut Verilated::new(MpaRxDelineator::default()),
-        &mut bench,
-    );
-    assert!(bench.packet.is_empty(), "a packet left open");
-    assert_eq!(bench.good.len(), expected.ulpdus.len(), "delivered ULPDUs");
-    for (i, (got, want)) in bench.good.iter().zip(&expected.ulpdus).enumerate() {
+    for (i, (got, want)) in outcome.good.iter().zip(&expected.ulpdus).enumerate() {
         assert!(
             got == want,
             "ULPDU {i}: {} bytes, want {}",
@@ -229,13 +247,13 @@ fn run(
         );
     }
     assert_eq!(
-        bench.errors,
+        outcome.errors,
         (expected.crc_error, expected.length_error),
         "(crc_error, length_error)"
     );
-    assert!(!bench.packet_after_bad, "a packet after a bad one");
-    assert!(bench.bad.len() <= 1, "{} bad packets", bench.bad.len());
-    if let Some(bad) = bench.bad.first() {
+    assert!(!outcome.packet_after_bad, "a packet after a bad one");
+    assert!(outcome.bad.len() <= 1, "{} bad packets", outcome.bad.len());
+    if let Some(bad) = outcome.bad.first() {
         let unfinished = expected
             .unfinished
             .as_ref()
@@ -247,9 +265,59 @@ fn run(
     }
     if expected.crc_error {
         // The whole ULPDU arrived before its CRC: it ends as bad, complete.
-        assert_eq!(bench.bad.first(), expected.unfinished.as_ref());
+        assert_eq!(outcome.bad.first(), expected.unfinished.as_ref());
     }
-    (timing, bench, expected)
+}
+
+/// Runs flows (each a list of segments, each after a reset) through both engines and
+/// checks each against the model.
+fn run_flows(
+    flows: &[Vec<Vec<u8>>],
+    max_ulpdu_len: u16,
+    idle_probability: f64,
+    stall_probability: f64,
+    seed: u64,
+) -> (Timing, Vec<Outcome>, Vec<Expected>) {
+    let expected: Vec<Expected> = flows
+        .iter()
+        .map(|segments| reference(segments, max_ulpdu_len))
+        .collect();
+    let mut bench = DelineatorBench::new(
+        flows,
+        max_ulpdu_len,
+        idle_probability,
+        stall_probability,
+        seed,
+    );
+    let timing = lockstep(
+        &mut RustHdl::new(MpaRxDelineator::default()),
+        &mut Verilated::new(MpaRxDelineator::default()),
+        &mut bench,
+    );
+    assert_eq!(bench.outcomes.len(), flows.len());
+    for (outcome, expected) in bench.outcomes.iter().zip(&expected) {
+        check(outcome, expected);
+    }
+    (timing, bench.outcomes, expected)
+}
+
+/// [`run_flows`] for one flow.
+fn run(
+    segments: &[Vec<u8>],
+    max_ulpdu_len: u16,
+    idle_probability: f64,
+    stall_probability: f64,
+    seed: u64,
+) -> (Timing, Outcome, Expected) {
+    let flows = [segments.to_vec()];
+    let (timing, mut outcomes, mut expected) = run_flows(
+        &flows,
+        max_ulpdu_len,
+        idle_probability,
+        stall_probability,
+        seed,
+    );
+    (timing, outcomes.remove(0), expected.remove(0))
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -278,9 +346,9 @@ fn mpa_rx_spec_fpdus() {
         [rtr.clone(), hello.clone()].concat(),
         [hello.clone(), rtr.clone(), hello.clone()].concat(),
     ];
-    let (_, bench, _) = run(&segments, u16::MAX, 0.0, 0.0, 20);
-    assert_eq!(bench.good.len(), 7);
-    assert_eq!(bench.good[1][18..], *b"hello");
+    let (_, outcome, _) = run(&segments, u16::MAX, 0.0, 0.0, 20);
+    assert_eq!(outcome.good.len(), 7);
+    assert_eq!(outcome.good[1][18..], *b"hello");
     run(&segments, u16::MAX, 0.5, 0.5, 21);
 }
 
@@ -308,8 +376,8 @@ fn mpa_rx_random_fpdus_up_to_4000_bytes_under_random_stalls() {
         .map(|_| fpdu(&random_ulpdu(&mut rng, 4000)))
         .collect();
     let segments = segments_of(&fpdus, &mut rng);
-    let (timing, bench, _) = run(&segments, 4000, 0.2, 0.2, 23);
-    assert_eq!(bench.good.len(), 24);
+    let (timing, outcome, _) = run(&segments, 4000, 0.2, 0.2, 23);
+    assert_eq!(outcome.good.len(), 24);
     timing.report("mpa_rx, 24 random FPDUs of 0-4000-byte ULPDUs, 20% idle, 20% stall");
 }
 
@@ -343,9 +411,9 @@ fn mpa_rx_length_field_cut_between_segments() {
         let stream = [rtr.clone(), hello.clone()].concat();
         let at = rtr.len() + cut;
         let segments = vec![stream[..at].to_vec(), stream[at..].to_vec()];
-        let (_, bench, expected) = run(&segments, u16::MAX, 0.0, 0.0, 40 + cut as u64);
+        let (_, outcome, expected) = run(&segments, u16::MAX, 0.0, 0.0, 40 + cut as u64);
         assert!(expected.length_error && !expected.crc_error);
-        assert_eq!(bench.good.len(), 1);
+        assert_eq!(outcome.good.len(), 1);
     }
 }
 
@@ -380,9 +448,9 @@ fn mpa_rx_ulpdu_above_the_limit_is_a_length_error() {
             .map(|len| fpdu(&vec![0x3C; len]))
             .collect();
         let segments = segments_of(&fpdus, &mut rng);
-        let (_, bench, expected) = run(&segments, limit, 0.1, 0.1, seed);
+        let (_, outcome, expected) = run(&segments, limit, 0.1, 0.1, seed);
         assert!(expected.length_error);
-        assert_eq!(bench.good.len(), fpdus.len() - 2);
+        assert_eq!(outcome.good.len(), fpdus.len() - 2);
     }
 }
 
@@ -402,11 +470,38 @@ fn mpa_rx_takes_a_beat_per_cycle() {
     // 0), each finishing two output beats in its second input beat.
     fpdus.extend((0..40).map(|i| fpdu(&vec![0xC3; 9 + i % 2])));
     let segments = segments_of(&fpdus, &mut rng);
-    let (timing, bench, _) = run(&segments, u16::MAX, 0.0, 0.0, 70);
+    let (timing, outcome, _) = run(&segments, u16::MAX, 0.0, 0.0, 70);
     // Two reset cycles, a cycle per input beat, the drain.
-    assert_eq!(timing.cycles, 2 + bench.input_beats + 4);
+    assert_eq!(timing.cycles, 2 + outcome.input_beats + 4);
     println!(
         "mpa_rx back to back: {} input beats in {} cycles",
-        bench.input_beats, timing.cycles
+        outcome.input_beats, timing.cycles
+    );
+}
+
+/// An error holds the flow failed until `reset` (input is taken and dropped, nothing
+/// comes out); after the reset the same block delineates a new flow from scratch.
+#[test]
+fn mpa_rx_errors_latch_until_reset() {
+    let mut rng = StdRng::seed_from_u64(0x1A7C);
+    let good: Vec<Vec<u8>> = (0..4).map(|_| fpdu(&random_ulpdu(&mut rng, 100))).collect();
+    let mut bad_crc = good.clone();
+    *bad_crc[1].last_mut().unwrap() ^= 0x80;
+    let mut cut = good.concat();
+    cut.truncate(good[0].len() + 5);
+    let flows = vec![
+        [
+            segments_of(&bad_crc, &mut rng),
+            segments_of(&good, &mut rng),
+        ]
+        .concat(),
+        [vec![cut], segments_of(&good, &mut rng)].concat(),
+        segments_of(&good, &mut rng),
+    ];
+    let (_, outcomes, expected) = run_flows(&flows, u16::MAX, 0.2, 0.2, 80);
+    assert!(expected[0].crc_error && expected[1].length_error);
+    assert_eq!(
+        outcomes.iter().map(|o| o.good.len()).collect::<Vec<_>>(),
+        [1, 1, 4]
     );
 }
