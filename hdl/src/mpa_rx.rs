@@ -45,9 +45,9 @@
 //! beats: a ULPDU of 9+ bytes whose length is 1 or 2 mod 8 and whose FPDU starts at
 //! byte 0 of a beat ends in the input beat that also holds its CRC, with its last full
 //! beat and its 1–2-byte final beat both due (and a segment that ends inside an FPDU
-//! owes a full beat and a closing bad one). Such a beat has always been preceded by a
-//! beat that finished none (its FPDU's header beat), so over time no more than one beat
-//! leaves per beat that arrives; a three-beat output queue absorbs the difference, and
+//! owes a full beat and a closing bad one). Such an FPDU is exactly `m + 1` beats long
+//! for `m + 1` output beats, and its header beat finished none, so over each FPDU no
+//! more beats leave than arrive; a three-beat output queue absorbs the difference, and
 //! `in_ready` asks for two free places after this cycle's dequeue (so it is
 //! combinational from `ulpdu_ready`: one mux level). `tests/blocks/mpa_rx.rs` checks the
 //! exact cycle count back to back. Latency: a ULPDU beat leaves the cycle after the

@@ -69,11 +69,15 @@ fn random_ulpdu(rng: &mut StdRng, max_len: usize) -> Vec<u8> {
     (0..len).map(|_| rng.gen()).collect()
 }
 
-/// FPDUs packed into segments of 1 to 3 whole FPDUs, as the spec requires.
+/// FPDUs packed into segments of 1 to 3 whole FPDUs, as the spec requires, with an
+/// empty segment (a pure ACK) now and then.
 fn segments_of(fpdus: &[Vec<u8>], rng: &mut StdRng) -> Vec<Vec<u8>> {
     let mut segments = vec![];
     let mut rest = fpdus;
     while !rest.is_empty() {
+        if rng.gen_bool(0.1) {
+            segments.push(vec![]);
+        }
         let take = rng.gen_range(1..=3).min(rest.len());
         segments.push(rest[..take].concat());
         rest = &rest[take..];
