@@ -93,6 +93,23 @@ struct SimArgs {
     /// core's speed.
     #[arg(long, default_value_t = 1_000)]
     poll_cycles: u64,
+    /// Probability that the link drops a frame. The firmware retransmits what it sends;
+    /// the datapath does not retransmit data yet, so a lost FPDU fails the run.
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
+    drop: f64,
+    /// Probability that the link delivers a frame twice.
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
+    duplicate: f64,
+    /// Probability that the link holds a frame back so later ones overtake it.
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
+    reorder: f64,
+    /// Probability that the link flips a payload bit (TCP checksum recomputed, so only the
+    /// MPA CRC can tell): the receiver sends a Terminate and resets the connection.
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
+    corrupt: f64,
+    /// Seed of the link's faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Capture of both directions of the link.
     #[arg(long, default_value = "out/sim.pcap")]
     pcap: PathBuf,
@@ -189,6 +206,13 @@ fn capture(out: &std::path::Path, sends: usize, size: u16, private_data: &str) -
     }
 }
 
+fn probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("{text} is not a probability between 0 and 1")),
+    }
+}
+
 fn sim(args: &SimArgs) -> ExitCode {
     use iwnic_testbench::scenario::{run, Scenario, MAX_SEND_PAYLOAD};
     if args.size > MAX_SEND_PAYLOAD {
@@ -225,7 +249,14 @@ fn sim(args: &SimArgs) -> ExitCode {
         size: args.size,
         mpa_v1: args.mpa == 1,
         private_data: (0..args.private_data).map(|i| i as u8).collect(),
-        link: Default::default(),
+        link: iwnic_testbench::link::LinkConfig {
+            drop: args.drop,
+            duplicate: args.duplicate,
+            reorder: args.reorder,
+            corrupt: args.corrupt,
+            seed: args.seed,
+            ..Default::default()
+        },
         pcap: Some(args.pcap.clone()),
         patience: std::time::Duration::from_secs(30),
         firmware_poll_cycles: args.poll_cycles,
@@ -310,10 +341,15 @@ fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
         rate(o.established, o.setup_time.as_secs_f64())
     );
     println!(
-        "data:      {} messages, {} bytes delivered; {} lost, {} duplicated, {} altered",
-        o.messages_delivered, o.bytes_delivered, o.lost, o.duplicated, o.altered
+        "data:      {} messages, {} bytes delivered; {} lost, {} duplicated, {} altered; {} Terminates received",
+        o.messages_delivered, o.bytes_delivered, o.lost, o.duplicated, o.altered, o.terminates
     );
     let (a, b) = (&o.sim.a.datapath, &o.sim.b.datapath);
+    let l = &o.sim.link;
+    println!(
+        "link:      {} frames sent, {} delivered; {} dropped, {} duplicated, {} reordered, {} corrupted",
+        l.sent, l.delivered, l.dropped, l.duplicated, l.reordered, l.corrupted
+    );
     println!(
         "datapath:  {} CRC errors; A sent {} frames, received {}; B sent {}, received {}",
         a.crc_errors + b.crc_errors,
@@ -357,6 +393,7 @@ fn sim_report(
         "bytes_lost": o.lost * args.size,
         "messages_duplicated": o.duplicated,
         "messages_altered": o.altered,
+        "terminates_received": o.terminates,
         "crc_errors": o.sim.a.datapath.crc_errors + o.sim.b.datapath.crc_errors,
         "events_a": o.a_events,
         "events_b": o.b_events,

@@ -59,6 +59,8 @@ pub struct Outcome {
     pub lost: usize,
     pub duplicated: usize,
     pub altered: usize,
+    /// Terminate messages the hosts received (a peer reporting an error, e.g. a bad CRC).
+    pub terminates: usize,
     pub a_events: EventCounts,
     pub b_events: EventCounts,
     pub setup_time: Duration,
@@ -174,13 +176,24 @@ struct Receipts {
     bytes: u64,
     duplicated: usize,
     altered: usize,
+    terminates: usize,
 }
 
 impl Receipts {
     /// `at`: 0 for A receiving, 1 for B.
     fn take(&mut self, at: usize, index: u16, ulpdu: &[u8]) {
-        self.received += 1;
         let message = MessageRepr::parse(ulpdu);
+        // A Terminate is the peer's RDMAP layer reporting an error to ours: the host's to
+        // act on, not data.
+        if let Ok(MessageRepr {
+            body: Body::Terminate(_),
+            ..
+        }) = message
+        {
+            self.terminates += 1;
+            return;
+        }
+        self.received += 1;
         let (
             Ok(MessageRepr {
                 header,
@@ -206,8 +219,9 @@ impl Receipts {
             self.duplicated += 1;
             return;
         }
+        // A gap before `msn` is messages lost, counted from the totals.
         let from_a = at == 1;
-        if msn != *next || data != payload(self.size, port, msn, from_a).as_slice() {
+        if data != payload(self.size, port, msn, from_a).as_slice() {
             self.altered += 1;
         }
         *next = msn + 1;
@@ -319,6 +333,7 @@ pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outc
         bytes: 0,
         duplicated: 0,
         altered: 0,
+        terminates: 0,
     };
     let expected = scenario.fpdus * (receipts.ports[0].len() + receipts.ports[1].len());
     progress.phase("exchanging", expected as u64);
@@ -403,6 +418,7 @@ pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outc
         lost,
         duplicated: receipts.duplicated,
         altered: receipts.altered,
+        terminates: receipts.terminates,
         a_events,
         b_events,
         setup_time,

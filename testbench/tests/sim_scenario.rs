@@ -74,6 +74,10 @@ fn a_corrupted_fpdu_is_caught_by_the_crc_and_resets_the_connection() {
     )
     .unwrap();
     assert!(!outcome.ok());
+    assert_eq!(
+        outcome.altered, 0,
+        "the CRC lets no corrupted byte through to a host"
+    );
     let crc_errors = outcome.sim.a.datapath.crc_errors + outcome.sim.b.datapath.crc_errors;
     assert!(crc_errors > 0, "{:?}", outcome.sim);
     let terminates =
