@@ -260,3 +260,42 @@ fn a_full_host_queue_defers_input_and_loses_nothing() {
     let seqs: Vec<u32> = events.iter().map(|e| event(e).seq).collect();
     assert_eq!(seqs, (1..=6).collect::<Vec<_>>(), "numbered without gaps");
 }
+
+#[test]
+fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
+    // A connection timing out at exactly 5 s after the handshake, polled at odd
+    // intervals (sub-millisecond steps, jumps, time going backwards and forwards again).
+    let mut bench = Bench::default();
+    bench.listen(PORT, 8);
+    let mut peer = Peer::new(40000, PORT, 1);
+    bench.deliver(peer.syn());
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.ack());
+    let start_us = bench.now_ms * 1000;
+    let poll_at = |bench: &mut Bench, us: i64| {
+        bench
+            .fw
+            .poll(&mut bench.hal, smoltcp::time::Instant::from_micros(us));
+    };
+    let mut us = start_us;
+    for step in [
+        1i64, 999, 1, 333, 4_000_000, -2_000_000, 2_000_000, 700, 997_000,
+    ] {
+        us += step;
+        poll_at(&mut bench, us);
+        assert!(
+            bench.sent().is_empty(),
+            "no timeout before 5 s (at {} µs)",
+            us - start_us
+        );
+    }
+    assert_eq!(us - start_us, 4_999_034);
+    poll_at(&mut bench, start_us + 4_999_999);
+    assert!(bench.sent().is_empty());
+    poll_at(&mut bench, start_us + 5_000_000);
+    assert_eq!(
+        kinds(&bench.sent()),
+        ["RST"],
+        "the MPA request timeout, to the millisecond"
+    );
+}
