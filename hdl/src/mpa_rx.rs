@@ -87,7 +87,18 @@ pub struct MpaRxDelineator {
     /// Latched: ULPDU_Length above `max_ulpdu_len`, or an FPDU not ending with its
     /// segment.
     pub length_error: Signal<Out, Bit>,
-    crc_step: Crc32cStep,
+    /// The three CRC updates a beat can need, computed side by side so that decoding
+    /// the word roles (from ULPDU_Length) is not in series with the XOR matrices: both
+    /// words of one FPDU, the low word alone, and the high word alone starting an FPDU.
+    crc_both: Crc32cStep,
+    crc_low: Crc32cStep,
+    crc_high: Crc32cStep,
+    /// The CRC register a beat's first covered word continues from.
+    crc_from: Signal<Local, Bits<32>>,
+    /// After word 0 / word 1 the next word is a CRC word (found by comparing lengths
+    /// and counts, not by the subtractions that update `words_left`).
+    crc_next1: Signal<Local, Bit>,
+    crc_next2: Signal<Local, Bit>,
     crc_init: Constant<Bits<32>>,
     keep_none: Constant<Bits<8>>,
     keep_low_word: Constant<Bits<8>>,
@@ -217,7 +228,12 @@ impl Default for MpaRxDelineator {
             ulpdu_ready: Default::default(),
             crc_error: Default::default(),
             length_error: Default::default(),
-            crc_step: Crc32cStep::new(StepWidths::Words),
+            crc_both: Crc32cStep::new(StepWidths::Words),
+            crc_low: Crc32cStep::new(StepWidths::Words),
+            crc_high: Crc32cStep::new(StepWidths::Words),
+            crc_from: Default::default(),
+            crc_next1: Default::default(),
+            crc_next2: Default::default(),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
             keep_none: Constant::new(0x00.into()),
             keep_low_word: Constant::new(0x0F.into()),
@@ -371,8 +387,20 @@ impl Logic for MpaRxDelineator {
             self.left1.next = self.body0.val();
         }
         self.w1_hdr.next = self.w0_crc.val();
-        self.w1_crc.next = !self.w0_crc.val() & (self.left1.val() == 0);
-        self.w1_body.next = !self.w0_crc.val() & (self.left1.val() != 0);
+        // body0 == 0 exactly when len0 <= 2, body0 == 1 when len0 is 3..=6.
+        self.crc_next1.next = self.words_left.q.val() == 1;
+        if self.w0_hdr.val() {
+            self.crc_next1.next = self.len0.val() < 3;
+        }
+        self.crc_next2.next = self.words_left.q.val() == 2;
+        if self.w0_hdr.val() {
+            self.crc_next2.next = (self.len0.val() > 2) & (self.len0.val() < 7);
+        }
+        if self.w1_hdr.val() {
+            self.crc_next2.next = self.len1.val() < 3;
+        }
+        self.w1_crc.next = !self.w0_crc.val() & self.crc_next1.val();
+        self.w1_body.next = !self.w0_crc.val() & !self.crc_next1.val();
         self.left2.next = self.left1.val() - 1;
         if self.w1_hdr.val() {
             self.left2.next = self.body1.val();
@@ -387,27 +415,23 @@ impl Logic for MpaRxDelineator {
 
         // The CRC over the covered words: both words of one FPDU (8 bytes), or one
         // word (the high word shifted down when it starts an FPDU after a CRC word).
-        self.crc_step.state.next = self.crc_state.q.val();
-        if self.w0_hdr.val() | self.w0_crc.val() {
-            self.crc_step.state.next = self.crc_init.val();
+        self.crc_from.next = self.crc_state.q.val();
+        if self.w0_hdr.val() {
+            self.crc_from.next = self.crc_init.val();
         }
-        self.crc_step.data.next = self.in_data.val();
-        self.crc_step.keep.next = self.keep_none.val();
-        if self.w0_valid.val() & !self.w0_crc.val() {
-            self.crc_step.keep.next = self.keep_low_word.val();
-            if self.w1_valid.val() & self.w1_body.val() {
-                self.crc_step.keep.next = self.keep_all.val();
-            }
-        }
-        if self.w0_valid.val() & self.w0_crc.val() & self.w1_valid.val() {
-            self.crc_step.data.next = self.in_data.val() >> 32;
-            self.crc_step.keep.next = self.keep_low_word.val();
-        }
+        self.crc_both.state.next = self.crc_from.val();
+        self.crc_both.data.next = self.in_data.val();
+        self.crc_both.keep.next = self.keep_all.val();
+        self.crc_low.state.next = self.crc_from.val();
+        self.crc_low.data.next = self.in_data.val();
+        self.crc_low.keep.next = self.keep_low_word.val();
+        self.crc_high.state.next = self.crc_init.val();
+        self.crc_high.data.next = self.in_data.val() >> 32;
+        self.crc_high.keep.next = self.keep_low_word.val();
         // The CRC field is sent least significant byte first: it is the word as it
         // stands in a little-endian beat.
         self.crc_ok0.next = !self.crc_state.q.val() == self.in_data.val().get_bits::<32>(0);
-        self.crc_ok1.next =
-            !self.crc_step.next_state.val() == self.in_data.val().get_bits::<32>(32);
+        self.crc_ok1.next = !self.crc_low.next_state.val() == self.in_data.val().get_bits::<32>(32);
 
         // Errors, in the reference's order: word 0 first, and a word after an error is
         // not looked at.
@@ -448,13 +472,11 @@ impl Logic for MpaRxDelineator {
         if self.hdr_len.val() == 0 {
             self.hdr_keep.next = self.keep_none.val();
         }
-        self.complete0.next = self.w0_valid.val()
-            & !self.w0_crc.val()
-            & (self.left1.val() == 0)
-            & !self.too_long0.val();
+        self.complete0.next =
+            self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val() & !self.too_long0.val();
         self.complete1.next = self.w1_valid.val()
             & !self.w1_crc.val()
-            & (self.left2.val() == 0)
+            & self.crc_next2.val()
             & !self.stop0.val()
             & !self.too_long1.val();
         self.data_complete.next = self.complete0.val() | self.complete1.val();
@@ -557,7 +579,14 @@ impl Logic for MpaRxDelineator {
         }
         if self.take.val() {
             self.prev.d.next = self.in_data.val();
-            self.crc_state.d.next = self.crc_step.next_state.val();
+            if self.w0_valid.val() {
+                self.crc_state.d.next = self.crc_low.next_state.val();
+                if self.w0_crc.val() {
+                    self.crc_state.d.next = self.crc_high.next_state.val();
+                } else if self.w1_valid.val() & self.w1_body.val() {
+                    self.crc_state.d.next = self.crc_both.next_state.val();
+                }
+            }
             if self.w0_valid.val() {
                 self.in_fpdu.d.next = !self.w0_crc.val();
                 self.words_left.d.next = self.left1.val();
