@@ -51,9 +51,16 @@
 //! `in_ready` asks for two free places after this cycle's dequeue (so it is
 //! combinational from `ulpdu_ready`: one mux level). `tests/blocks/mpa_rx.rs` checks the
 //! exact cycle count back to back. Latency: a ULPDU beat leaves the cycle after the
-//! input beat that completes it; the last beat waits for the CRC word. The longest path
-//! is the 8-byte CRC matrix into the CRC compare and the queue's `good` bit.
-//! Synchronous active-high `reset`.
+//! input beat that completes it; the last beat waits for the CRC word. Synchronous
+//! active-high `reset`.
+//!
+//! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
+//! 3,387 LUT4, 421 FF, 73.5 MHz, i.e. 4.7 Gb/s at 8 bytes a cycle (the boards' ports
+//! are 1 Gb/s). The three CRC updates run side by side so that decoding the word roles
+//! is not in series with an XOR matrix: with one shared step whose width was chosen by
+//! the roles it was 4,764 LUT4 at 51.1 MHz. The critical path now runs from the CRC
+//! register through the word-0 CRC compare, the error gating and the output queue's
+//! push selection.
 
 use rust_hdl::prelude::*;
 
