@@ -4,6 +4,7 @@
 use rust_hdl::prelude::*;
 
 use crate::crc32c::Crc32c;
+use crate::flow_table::FlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::tcp_rx::TcpRxParser;
@@ -31,12 +32,17 @@ fn verilog_of<B: Block + Default>() -> String {
 }
 
 /// The blocks, in datapath order (receive, then transmit).
-pub fn blocks() -> [ExportedBlock; 4] {
+pub fn blocks() -> [ExportedBlock; 5] {
     [
         ExportedBlock {
             name: "tcp_rx",
             about: "Ethernet II / IPv4 / TCP receive parser with both checksums",
             verilog: verilog_of::<TcpRxParser>,
+        },
+        ExportedBlock {
+            name: "flow_table",
+            about: "flow lookup: 4-tuple to connection index (256 entries, 64 buckets x 4 ways)",
+            verilog: verilog_of::<FlowTable>,
         },
         ExportedBlock {
             name: "mpa_rx",

@@ -6,6 +6,8 @@
 //! Blocks so far:
 //! - [`crc32c`]: CRC32c over 64-bit beats with a partial last beat, as XOR matrices that
 //!   `build.rs` generates;
+//! - [`flow_table`]: flow lookup, 4-tuple → connection index in block RAM (64 buckets
+//!   × 4 ways, XOR-fold hash, lookup latency 2), written by the firmware;
 //! - [`mpa_rx`]: MPA receive delineation (TCP payload → ULPDUs, CRC32c checked, flow
 //!   errors latched);
 //! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
@@ -19,6 +21,7 @@
 
 pub mod crc32c;
 pub mod export;
+pub mod flow_table;
 pub mod mpa_rx;
 pub mod mpa_tx;
 pub mod synth;

@@ -2,6 +2,7 @@
 //! `iwnic_hdl::verilator::WAIVERS` (each listed there with its reason) and no others.
 
 use iwnic_hdl::crc32c::Crc32c;
+use iwnic_hdl::flow_table::FlowTable;
 use iwnic_hdl::mpa_rx::MpaRxDelineator;
 use iwnic_hdl::mpa_tx::MpaTxFramer;
 use iwnic_hdl::tcp_rx::TcpRxParser;
@@ -20,6 +21,15 @@ fn crc32c_lints_clean() {
     lint(
         &verilog_of(Crc32c::default()),
         &work_dir().join("lint-crc32c"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn flow_table_lints_clean() {
+    lint(
+        &verilog_of(FlowTable::default()),
+        &work_dir().join("lint-flow_table"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }

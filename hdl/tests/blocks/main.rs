@@ -7,6 +7,7 @@ mod stream;
 mod synth;
 
 mod crc32c;
+mod flow_table;
 mod lint;
 mod mpa_rx;
 mod mpa_tx;

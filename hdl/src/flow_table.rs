@@ -1,0 +1,392 @@
+//! Flow lookup: 4-tuple (local IPv4, local port, remote IPv4, remote port; 96 bits) →
+//! connection index (16 bits), in block RAM, written and removed by the firmware.
+//!
+//! **Organisation**: [`SETS`] = 2^[`SET_BITS`] buckets of [`WAYS`] ways; capacity
+//! [`CAPACITY`] = 64 × 4 = 256 entries. Each way is its own RAM (`rust_hdl`'s `RAM`, a
+//! registered read and a write port, exported as `reg [112:0] mem[0:63]` with the
+//! standard registered-read pattern that yosys maps to block RAM) holding, per bucket,
+//! `{valid, index[15:0], tuple[95:0]}` (113 bits). A lookup reads all ways of its bucket
+//! at once and compares them in parallel, so the logic is W comparators whatever the
+//! depth: capacity grows only the memories.
+//!
+//! **Hash**: an XOR-fold of the tuple, [`hash`]: bucket bit `i` is the XOR of every tuple
+//! bit `j` with `j mod 6 == i` (folded in halves 96 → 48 → 24 → 12 → 6, three XOR levels).
+//! The tuple is packed `{local_ip, local_port, remote_ip, remote_port}`, remote port in
+//! bits 15:0, each field as a number (an IPv4 address big-endian: `10.0.0.1` is
+//! `0x0A00_0001`).
+//!
+//! **Collision policy**: a tuple lives in its bucket only (no probing, no overflow
+//! area). Insert writes the first way holding the same tuple (replacing its index, as a
+//! map insert does), else the lowest free way; with all ways of the bucket holding other
+//! tuples it fails with `done_full`, changes nothing and counts the failure in
+//! `insert_full_count`. Firmware then keeps that flow on its slow path. Remove clears the
+//! way holding the tuple, or reports `done_missing`.
+//!
+//! **Lookup port** (`lookup_*`): a tuple with valid/ready; `lookup_ready` is low during
+//! reset, the reset clear and the one cycle in which a firmware command reads its bucket.
+//! **Fixed latency 2**: a tuple taken in cycle t gives `result_valid` (with `result_hit`
+//! and `result_index`) for exactly cycle t + 2; there is no backpressure on the result.
+//! One lookup per cycle otherwise.
+//!
+//! **Firmware port** (`cmd_*`): with `busy` low, `cmd_valid` starts a command (insert
+//! `cmd_index` for the tuple, or with `cmd_remove` remove the tuple). `busy` is high for
+//! the command's two cycles (read the bucket, decide and write); `done` is high for the
+//! one cycle after, with `done_full` / `done_missing` as the status. Lookups taken in or
+//! after the cycle `done` is high see the change; lookups taken earlier see the table
+//! before it. A new command may be given in the `done` cycle.
+//!
+//! **Reset** (synchronous, active high) clears the table: [`SETS`] cycles with `busy`
+//! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
+//!
+//! The capacity is fixed by [`SET_BITS`] and [`WAYS`]; the hash fold and the four way
+//! memories are written for 6 and 4 (changing them means changing the fold's last
+//! stage and the way fields).
+
+use rust_hdl::prelude::*;
+
+/// Bucket index width.
+pub const SET_BITS: usize = 6;
+/// Buckets.
+pub const SETS: usize = 1 << SET_BITS;
+/// Ways per bucket, compared in parallel.
+pub const WAYS: usize = 4;
+/// Entries in all.
+pub const CAPACITY: usize = SETS * WAYS;
+/// Bits of one way's entry: tuple, index, valid.
+pub const ENTRY_BITS: usize = 113;
+
+/// The bucket of a packed tuple (see the module docs): the software model of the fold.
+pub fn hash(tuple: u128) -> usize {
+    (0..96)
+        .filter(|j| tuple >> j & 1 == 1)
+        .fold(0, |h, j| h ^ (1 << (j % SET_BITS)))
+}
+
+/// The tuple as the block packs it.
+pub fn pack(local_ip: u32, local_port: u16, remote_ip: u32, remote_port: u16) -> u128 {
+    u128::from(local_ip) << 64
+        | u128::from(local_port) << 48
+        | u128::from(remote_ip) << 16
+        | u128::from(remote_port)
+}
+
+/// What the firmware port is doing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum TableState {
+    /// After reset: writing every bucket empty.
+    Clear,
+    /// Ready for a command.
+    Idle,
+    /// The command's bucket is being read (lookups wait this cycle).
+    Read,
+    /// The bucket's ways are compared; the chosen way is written.
+    Decide,
+}
+
+/// The flow table; see the module docs for the ports' protocol.
+#[derive(LogicBlock)]
+pub struct FlowTable {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub lookup_local_ip: Signal<In, Bits<32>>,
+    pub lookup_local_port: Signal<In, Bits<16>>,
+    pub lookup_remote_ip: Signal<In, Bits<32>>,
+    pub lookup_remote_port: Signal<In, Bits<16>>,
+    pub lookup_valid: Signal<In, Bit>,
+    pub lookup_ready: Signal<Out, Bit>,
+    pub result_valid: Signal<Out, Bit>,
+    pub result_hit: Signal<Out, Bit>,
+    pub result_index: Signal<Out, Bits<16>>,
+    pub cmd_local_ip: Signal<In, Bits<32>>,
+    pub cmd_local_port: Signal<In, Bits<16>>,
+    pub cmd_remote_ip: Signal<In, Bits<32>>,
+    pub cmd_remote_port: Signal<In, Bits<16>>,
+    pub cmd_index: Signal<In, Bits<16>>,
+    /// Remove the tuple (else insert it with `cmd_index`).
+    pub cmd_remove: Signal<In, Bit>,
+    pub cmd_valid: Signal<In, Bit>,
+    pub busy: Signal<Out, Bit>,
+    pub done: Signal<Out, Bit>,
+    /// With `done`: the insert failed, all ways of the bucket hold other tuples.
+    pub done_full: Signal<Out, Bit>,
+    /// With `done`: the remove found no such tuple.
+    pub done_missing: Signal<Out, Bit>,
+    /// Inserts that failed on a full bucket since reset.
+    pub insert_full_count: Signal<Out, Bits<32>>,
+    way0: RAM<Bits<ENTRY_BITS>, SET_BITS>,
+    way1: RAM<Bits<ENTRY_BITS>, SET_BITS>,
+    way2: RAM<Bits<ENTRY_BITS>, SET_BITS>,
+    way3: RAM<Bits<ENTRY_BITS>, SET_BITS>,
+    empty_entry: Constant<Bits<ENTRY_BITS>>,
+    last_set: Constant<Bits<SET_BITS>>,
+    /// The lookup's tuple, packed.
+    lookup_tuple: Signal<Local, Bits<96>>,
+    /// The tuple hashed and read this cycle: the command's in `Read`, else the lookup's.
+    sel_tuple: Signal<Local, Bits<96>>,
+    fold48: Signal<Local, Bits<48>>,
+    fold24: Signal<Local, Bits<24>>,
+    fold12: Signal<Local, Bits<12>>,
+    set: Signal<Local, Bits<SET_BITS>>,
+    take: Signal<Local, Bit>,
+    /// Way `i` of the bucket read last cycle is valid and holds `s1_tuple`.
+    match0: Signal<Local, Bit>,
+    match1: Signal<Local, Bit>,
+    match2: Signal<Local, Bit>,
+    match3: Signal<Local, Bit>,
+    any_match: Signal<Local, Bit>,
+    /// The entry an insert writes.
+    new_entry: Signal<Local, Bits<ENTRY_BITS>>,
+    state: DFF<TableState>,
+    clear_set: DFF<Bits<SET_BITS>>,
+    cmd_tuple: DFF<Bits<96>>,
+    cmd_idx: DFF<Bits<16>>,
+    cmd_rm: DFF<Bit>,
+    /// Stage 1: the tuple and bucket whose ways the RAMs put out this cycle.
+    s1_valid: DFF<Bit>,
+    s1_tuple: DFF<Bits<96>>,
+    s1_set: DFF<Bits<SET_BITS>>,
+    res_valid: DFF<Bit>,
+    res_hit: DFF<Bit>,
+    res_index: DFF<Bits<16>>,
+    done_q: DFF<Bit>,
+    full_q: DFF<Bit>,
+    missing_q: DFF<Bit>,
+    full_count: DFF<Bits<32>>,
+}
+
+impl Default for FlowTable {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            lookup_local_ip: Default::default(),
+            lookup_local_port: Default::default(),
+            lookup_remote_ip: Default::default(),
+            lookup_remote_port: Default::default(),
+            lookup_valid: Default::default(),
+            lookup_ready: Default::default(),
+            result_valid: Default::default(),
+            result_hit: Default::default(),
+            result_index: Default::default(),
+            cmd_local_ip: Default::default(),
+            cmd_local_port: Default::default(),
+            cmd_remote_ip: Default::default(),
+            cmd_remote_port: Default::default(),
+            cmd_index: Default::default(),
+            cmd_remove: Default::default(),
+            cmd_valid: Default::default(),
+            busy: Default::default(),
+            done: Default::default(),
+            done_full: Default::default(),
+            done_missing: Default::default(),
+            insert_full_count: Default::default(),
+            way0: Default::default(),
+            way1: Default::default(),
+            way2: Default::default(),
+            way3: Default::default(),
+            empty_entry: Constant::new(0_u64.into()),
+            last_set: Constant::new(((SETS - 1) as u64).into()),
+            lookup_tuple: Default::default(),
+            sel_tuple: Default::default(),
+            fold48: Default::default(),
+            fold24: Default::default(),
+            fold12: Default::default(),
+            set: Default::default(),
+            take: Default::default(),
+            match0: Default::default(),
+            match1: Default::default(),
+            match2: Default::default(),
+            match3: Default::default(),
+            any_match: Default::default(),
+            new_entry: Default::default(),
+            state: Default::default(),
+            clear_set: Default::default(),
+            cmd_tuple: Default::default(),
+            cmd_idx: Default::default(),
+            cmd_rm: Default::default(),
+            s1_valid: Default::default(),
+            s1_tuple: Default::default(),
+            s1_set: Default::default(),
+            res_valid: Default::default(),
+            res_hit: Default::default(),
+            res_index: Default::default(),
+            done_q: Default::default(),
+            full_q: Default::default(),
+            missing_q: Default::default(),
+            full_count: Default::default(),
+        }
+    }
+}
+
+impl Logic for FlowTable {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, clear_set, cmd_tuple, cmd_idx, cmd_rm, s1_valid, s1_tuple, s1_set,
+            res_valid, res_hit, res_index, done_q, full_q, missing_q, full_count
+        );
+        self.way0.read_clock.next = self.clock.val();
+        self.way0.write_clock.next = self.clock.val();
+        self.way1.read_clock.next = self.clock.val();
+        self.way1.write_clock.next = self.clock.val();
+        self.way2.read_clock.next = self.clock.val();
+        self.way2.write_clock.next = self.clock.val();
+        self.way3.read_clock.next = self.clock.val();
+        self.way3.write_clock.next = self.clock.val();
+
+        self.lookup_tuple.next = (bit_cast::<96, 32>(self.lookup_local_ip.val()) << 64)
+            | (bit_cast::<96, 16>(self.lookup_local_port.val()) << 48)
+            | (bit_cast::<96, 32>(self.lookup_remote_ip.val()) << 16)
+            | bit_cast::<96, 16>(self.lookup_remote_port.val());
+        if self.state.q.val() == TableState::Read {
+            self.sel_tuple.next = self.cmd_tuple.q.val();
+        } else {
+            self.sel_tuple.next = self.lookup_tuple.val();
+        }
+        self.fold48.next =
+            self.sel_tuple.val().get_bits::<48>(0) ^ self.sel_tuple.val().get_bits::<48>(48);
+        self.fold24.next =
+            self.fold48.val().get_bits::<24>(0) ^ self.fold48.val().get_bits::<24>(24);
+        self.fold12.next =
+            self.fold24.val().get_bits::<12>(0) ^ self.fold24.val().get_bits::<12>(12);
+        self.set.next = self.fold12.val().get_bits::<6>(0) ^ self.fold12.val().get_bits::<6>(6);
+
+        // Stage 0: read the bucket.
+        self.lookup_ready.next = (self.state.q.val() != TableState::Clear)
+            & (self.state.q.val() != TableState::Read)
+            & !self.reset.val();
+        self.take.next = self.lookup_valid.val() & self.lookup_ready.val();
+        self.way0.read_address.next = self.set.val();
+        self.way1.read_address.next = self.set.val();
+        self.way2.read_address.next = self.set.val();
+        self.way3.read_address.next = self.set.val();
+        self.s1_valid.d.next = self.take.val();
+        self.s1_tuple.d.next = self.sel_tuple.val();
+        self.s1_set.d.next = self.set.val();
+
+        // Stage 1: compare the ways with the tuple read for.
+        self.match0.next = self.way0.read_data.val().get_bit(112)
+            & (self.way0.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
+        self.match1.next = self.way1.read_data.val().get_bit(112)
+            & (self.way1.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
+        self.match2.next = self.way2.read_data.val().get_bit(112)
+            & (self.way2.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
+        self.match3.next = self.way3.read_data.val().get_bit(112)
+            & (self.way3.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
+        self.any_match.next =
+            self.match0.val() | self.match1.val() | self.match2.val() | self.match3.val();
+        self.res_valid.d.next = self.s1_valid.q.val();
+        self.res_hit.d.next = self.any_match.val();
+        self.res_index.d.next = 0_u64.into();
+        if self.match0.val() {
+            self.res_index.d.next = self.way0.read_data.val().get_bits::<16>(96);
+        } else if self.match1.val() {
+            self.res_index.d.next = self.way1.read_data.val().get_bits::<16>(96);
+        } else if self.match2.val() {
+            self.res_index.d.next = self.way2.read_data.val().get_bits::<16>(96);
+        } else if self.match3.val() {
+            self.res_index.d.next = self.way3.read_data.val().get_bits::<16>(96);
+        }
+
+        // The firmware port.
+        self.new_entry.next = (bit_cast::<ENTRY_BITS, 1>(true.into()) << 112)
+            | (bit_cast::<ENTRY_BITS, 16>(self.cmd_idx.q.val()) << 96)
+            | bit_cast::<ENTRY_BITS, 96>(self.cmd_tuple.q.val());
+        self.way0.write_address.next = self.s1_set.q.val();
+        self.way1.write_address.next = self.s1_set.q.val();
+        self.way2.write_address.next = self.s1_set.q.val();
+        self.way3.write_address.next = self.s1_set.q.val();
+        self.way0.write_data.next = self.empty_entry.val();
+        self.way1.write_data.next = self.empty_entry.val();
+        self.way2.write_data.next = self.empty_entry.val();
+        self.way3.write_data.next = self.empty_entry.val();
+        self.way0.write_enable.next = false;
+        self.way1.write_enable.next = false;
+        self.way2.write_enable.next = false;
+        self.way3.write_enable.next = false;
+        self.busy.next = self.state.q.val() != TableState::Idle;
+        self.done_q.d.next = false;
+        self.done.next = self.done_q.q.val();
+        self.done_full.next = self.full_q.q.val();
+        self.done_missing.next = self.missing_q.q.val();
+        self.insert_full_count.next = self.full_count.q.val();
+        match self.state.q.val() {
+            TableState::Clear => {
+                self.way0.write_address.next = self.clear_set.q.val();
+                self.way1.write_address.next = self.clear_set.q.val();
+                self.way2.write_address.next = self.clear_set.q.val();
+                self.way3.write_address.next = self.clear_set.q.val();
+                self.way0.write_enable.next = true;
+                self.way1.write_enable.next = true;
+                self.way2.write_enable.next = true;
+                self.way3.write_enable.next = true;
+                self.clear_set.d.next = self.clear_set.q.val() + 1;
+                if self.clear_set.q.val() == self.last_set.val() {
+                    self.state.d.next = TableState::Idle;
+                }
+            }
+            TableState::Idle => {
+                if self.cmd_valid.val() {
+                    self.cmd_tuple.d.next = (bit_cast::<96, 32>(self.cmd_local_ip.val()) << 64)
+                        | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
+                        | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
+                        | bit_cast::<96, 16>(self.cmd_remote_port.val());
+                    self.cmd_idx.d.next = self.cmd_index.val();
+                    self.cmd_rm.d.next = self.cmd_remove.val();
+                    self.state.d.next = TableState::Read;
+                }
+            }
+            TableState::Read => {
+                self.state.d.next = TableState::Decide;
+            }
+            TableState::Decide => {
+                self.done_q.d.next = true;
+                self.full_q.d.next = false;
+                self.missing_q.d.next = false;
+                if self.cmd_rm.q.val() {
+                    // Remove: the matching way (at most one) becomes empty.
+                    self.way0.write_enable.next = self.match0.val();
+                    self.way1.write_enable.next = self.match1.val();
+                    self.way2.write_enable.next = self.match2.val();
+                    self.way3.write_enable.next = self.match3.val();
+                    self.missing_q.d.next = !self.any_match.val();
+                } else {
+                    self.way0.write_data.next = self.new_entry.val();
+                    self.way1.write_data.next = self.new_entry.val();
+                    self.way2.write_data.next = self.new_entry.val();
+                    self.way3.write_data.next = self.new_entry.val();
+                    if self.any_match.val() {
+                        // Already present: replace its index in place.
+                        self.way0.write_enable.next = self.match0.val();
+                        self.way1.write_enable.next = self.match1.val();
+                        self.way2.write_enable.next = self.match2.val();
+                        self.way3.write_enable.next = self.match3.val();
+                    } else if !self.way0.read_data.val().get_bit(112) {
+                        self.way0.write_enable.next = true;
+                    } else if !self.way1.read_data.val().get_bit(112) {
+                        self.way1.write_enable.next = true;
+                    } else if !self.way2.read_data.val().get_bit(112) {
+                        self.way2.write_enable.next = true;
+                    } else if !self.way3.read_data.val().get_bit(112) {
+                        self.way3.write_enable.next = true;
+                    } else {
+                        self.full_q.d.next = true;
+                        self.full_count.d.next = self.full_count.q.val() + 1;
+                    }
+                }
+                self.state.d.next = TableState::Idle;
+            }
+        }
+        if self.reset.val() {
+            self.state.d.next = TableState::Clear;
+            self.clear_set.d.next = 0_u64.into();
+            self.s1_valid.d.next = false;
+            self.res_valid.d.next = false;
+            self.done_q.d.next = false;
+            self.full_count.d.next = 0_u64.into();
+        }
+        self.result_valid.next = self.res_valid.q.val();
+        self.result_hit.next = self.res_hit.q.val();
+        self.result_index.next = self.res_index.q.val();
+    }
+}
