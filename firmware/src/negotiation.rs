@@ -75,15 +75,19 @@ pub(crate) fn request(
         ird,
         ord,
     };
-    let frame = FrameRepr {
-        kind: FrameKind::Request,
+    (frame(FrameKind::Request, &neg, private_data), neg)
+}
+
+/// An MPA frame as iwnic sends every one: CRC wanted, markers not (spec/mpa.md).
+fn frame<'a>(kind: FrameKind, neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
+    FrameRepr {
+        kind,
         markers: false,
         crc: true,
         revision: neg.revision,
-        v2: block(&neg),
+        v2: block(neg),
         private_data,
-    };
-    (frame, neg)
+    }
 }
 
 fn block(neg: &Negotiation) -> Option<V2Block> {
@@ -170,33 +174,19 @@ pub(crate) fn accept<'a>(
     if neg.peer_to_peer {
         neg.rtr = choose_rtr(neg.rtr);
     }
-    let frame = FrameRepr {
-        kind: FrameKind::Accept,
-        markers: false,
-        crc: true,
-        revision: neg.revision,
-        v2: block(&neg),
-        private_data,
-    };
-    (frame, neg)
+    (frame(FrameKind::Accept, &neg, private_data), neg)
 }
 
 /// A rejecting reply: the revision of the request, the v2 block echoed without RTR.
 pub(crate) fn reject<'a>(neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
     let echoed = Negotiation {
+        revision: neg.revision.clamp(1, 2),
         rtr: RtrTypes::NONE,
         ird: neg.peer_ird,
         ord: neg.peer_ord,
         ..*neg
     };
-    FrameRepr {
-        kind: FrameKind::Reject,
-        markers: false,
-        crc: true,
-        revision: neg.revision.clamp(1, 2),
-        v2: block(&echoed),
-        private_data,
-    }
+    frame(FrameKind::Reject, &echoed, private_data)
 }
 
 /// The initiator's verdict on a reply.
