@@ -4,7 +4,7 @@
 use rust_hdl::prelude::*;
 
 use crate::crc32c::Crc32c;
-use crate::flow_table::FlowTable;
+use crate::flow_table::EcpFlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::tcp_rx::TcpRxParser;
@@ -42,7 +42,7 @@ pub fn blocks() -> [ExportedBlock; 5] {
         ExportedBlock {
             name: "flow_table",
             about: "flow lookup: 4-tuple to connection index (256 entries, 64 buckets x 4 ways)",
-            verilog: verilog_of::<FlowTable>,
+            verilog: verilog_of::<EcpFlowTable>,
         },
         ExportedBlock {
             name: "mpa_rx",

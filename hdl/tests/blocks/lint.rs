@@ -2,7 +2,7 @@
 //! `iwnic_hdl::verilator::WAIVERS` (each listed there with its reason) and no others.
 
 use iwnic_hdl::crc32c::Crc32c;
-use iwnic_hdl::flow_table::FlowTable;
+use iwnic_hdl::flow_table::EcpFlowTable;
 use iwnic_hdl::mpa_rx::MpaRxDelineator;
 use iwnic_hdl::mpa_tx::MpaTxFramer;
 use iwnic_hdl::tcp_rx::TcpRxParser;
@@ -28,7 +28,7 @@ fn crc32c_lints_clean() {
 #[test]
 fn flow_table_lints_clean() {
     lint(
-        &verilog_of(FlowTable::default()),
+        &verilog_of(EcpFlowTable::default()),
         &work_dir().join("lint-flow_table"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
