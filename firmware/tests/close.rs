@@ -35,6 +35,18 @@ fn established(bench: &mut Bench, carried: u32) -> (Peer, u32) {
     (peer, request.conn)
 }
 
+/// The host disconnects gracefully; the peer sees our FIN.
+fn host_closes(bench: &mut Bench, peer: &mut Peer, conn: u32) {
+    bench.command(Command::Disconnect {
+        conn,
+        abrupt: false,
+    });
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let fin = bench.sent();
+    assert_eq!(kinds(&fin), ["FIN"]);
+    peer.saw_all(&fin);
+}
+
 mod established {
     use super::*;
 
@@ -201,12 +213,7 @@ mod closing {
     fn fin_wait_2_times_out() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect {
-            conn,
-            abrupt: false,
-        });
-        bench.out();
-        peer.saw_all(&bench.sent());
+        host_closes(&mut bench, &mut peer, conn);
         bench.deliver(peer.ack());
         bench.advance(60_000);
         assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
@@ -276,12 +283,7 @@ mod closing {
     fn data_after_our_fin_is_acknowledged_and_dropped() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect {
-            conn,
-            abrupt: false,
-        });
-        bench.out();
-        peer.saw_all(&bench.sent());
+        host_closes(&mut bench, &mut peer, conn);
         bench.deliver(peer.data(b"late FPDU"));
         let ack = bench.sent();
         assert_eq!((ack[0].kind(), ack[0].ack), ("ACK", Some(peer.snd_nxt)));
