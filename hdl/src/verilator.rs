@@ -487,6 +487,11 @@ impl VerilatedModel {
     }
 }
 
+// SAFETY: the model is plain memory owned by this value: Verilator's runtime allows a
+// model (and its own `VerilatedContext`) to be used from any thread, one at a time, which
+// `&mut self` on every mutating call guarantees; `VerilatedModel` is not `Sync`.
+unsafe impl Send for VerilatedModel {}
+
 impl Drop for VerilatedModel {
     fn drop(&mut self) {
         // SAFETY: `model` is live and freed exactly once, before the library unloads.
