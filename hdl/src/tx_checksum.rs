@@ -1,0 +1,528 @@
+//! Transmit checksum insertion, store and forward: every frame sent to the network
+//! passes through here, and IPv4/TCP frames leave with both checksums filled in.
+//!
+//! **Why**: the firmware leaves checksums to the NIC and the datapath builds its frames
+//! with zero checksums (`Checksums::Offloaded`), so one block on the way out fills them
+//! for all. The TCP checksum covers the whole segment but sits in the frame's 7th beat,
+//! so a frame can leave only once all of it has been seen: whole frames are buffered.
+//!
+//! **Which frames are filled**: Ethernet II with EtherType 0x0800, IPv4 version 4 with
+//! IHL = 5, protocol 6, total length at least 40 and within the frame
+//! (14 + total_len <= frame length). For those, the IPv4 header checksum (bytes 24-25)
+//! is written over bytes 14..34 and the TCP checksum (bytes 50-51) over the
+//! pseudo-header (addresses, protocol 6, TCP length = total_len - 20) and the segment
+//! bytes [34, 14 + total_len), an odd last byte padded with zero; both fields count as
+//! zero whatever they held. Ethernet padding past 14 + total_len is neither summed nor
+//! changed. This is what `fill_checksums` of the testbench model (smoltcp's
+//! `fill_checksum` on the IPv4 header and the TCP segment) produces for such frames.
+//! Every other frame (other EtherTypes, IPv4 options, other protocols, lengths that do
+//! not fit) leaves byte for byte as it came (`frames_passed`). A frame longer than
+//! [`MAX_FRAME_LEN`] bytes is taken and dropped (`frames_dropped`). Each frame is counted
+//! once, in the cycle its last beat is taken.
+//!
+//! **Checksums**: ones'-complement sums are byte-order independent (RFC 1071 §2(B)), so
+//! each beat's four little-endian 16-bit lanes are added as they stand into 32-bit
+//! accumulators (as in `tcp_rx`), and the folded, complemented sum is written back as a
+//! little-endian lane. The IHL is fixed at 5, so the IPv4 header and the pseudo-header
+//! addresses sit in fixed lanes; only the segment's end is compared per lane.
+//!
+//! **Buffer**: one RAM of 512 × 72 bits (data and keep of a beat; two DP16KD at
+//! 512 × 36 on an ECP5, not synthesised yet) used as a ring. A frame is written from the ring's write pointer; on its last
+//! beat its beat count and raw sums go into a two-entry queue, or the write pointer
+//! rewinds to the frame's start if it is dropped. A frame of more than 190 beats (over
+//! 1518 bytes) is not written past beat 190 and its further beats are taken and
+//! discarded, so an oversized frame never blocks the input. The reader takes frames from
+//! the queue and reads their beats in order, replacing lane 0 of beat 3 and lane 1 of
+//! beat 6 when the frame is filled. The RAM read is registered; while the output is
+//! stalled the reader re-reads the same address, so the beat the RAM presents is always
+//! the next one to send.
+//!
+//! **Interface**: 64-bit beats, byte 0 in bits 7:0, `keep` contiguous low bytes (only the
+//! last beat partial), one frame per packet; keep is stored and sent as it came.
+//! `in_ready` is low during `reset`, while the ring is full (512 beats awaiting output)
+//! or while two complete frames are queued for output; it is high regardless of those
+//! while an oversized frame's excess beats are discarded. It depends on registers and
+//! `reset` only, never on `in_valid`. The output is registered.
+//!
+//! **Latency**: a frame's first beat is on `out_*` 3 cycles after the cycle its last
+//! beat was taken (pop the queue, read the RAM, output register).
+//! **Throughput**: one beat per cycle in and out. Within a frame the output has no
+//! bubbles while `out_ready` is high. Across frames the output runs back to back when
+//! the next frame was complete by the time the previous one's last beat is read, as it
+//! is for a stream of frames no longer than the ones before them; a back-to-back run of
+//! N frames of B beats each, with the output always ready, has its last output beat
+//! (N + 1)·B + 1 cycles after the first input beat (the input never stalls). The input
+//! stalls only when the output falls behind (the two-entry queue or the ring full).
+//!
+//! Synchronous active-high `reset`: empties the ring and the queue, drops the frame being
+//! received (the input must start a new frame after it) and the one being sent, and
+//! clears the counters. Block RAM has no reset and needs none.
+
+use rust_hdl::prelude::*;
+
+/// Longest frame passed on, without FCS (a 1500-byte IPv4 packet and the Ethernet
+/// header). (`#[hdl_gen]` cannot read Rust constants: `update` writes 1518 and 190, the
+/// beats of such a frame.)
+pub const MAX_FRAME_LEN: u64 = 1518;
+
+/// Beats of the ring buffer.
+pub const RING_BEATS: usize = 512;
+
+/// Fills the IPv4 and TCP checksums of the frames on `in_*` and sends them on `out_*`;
+/// see the module documentation.
+#[derive(Default, LogicBlock)]
+pub struct TxChecksum {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub in_data: Signal<In, Bits<64>>,
+    pub in_keep: Signal<In, Bits<8>>,
+    pub in_last: Signal<In, Bit>,
+    pub in_valid: Signal<In, Bit>,
+    pub in_ready: Signal<Out, Bit>,
+    pub out_data: Signal<Out, Bits<64>>,
+    pub out_keep: Signal<Out, Bits<8>>,
+    pub out_last: Signal<Out, Bit>,
+    pub out_valid: Signal<Out, Bit>,
+    pub out_ready: Signal<In, Bit>,
+    /// Frames sent with their checksums filled in.
+    pub frames_filled: Signal<Out, Bits<32>>,
+    /// Frames sent unchanged.
+    pub frames_passed: Signal<Out, Bits<32>>,
+    /// Oversized frames taken and dropped.
+    pub frames_dropped: Signal<Out, Bits<32>>,
+    /// The ring: `{keep, data}` per beat.
+    ring: RAM<Bits<72>, 9>,
+    // ---- write side ----
+    /// An input beat is taken this cycle.
+    take: Signal<Local, Bit>,
+    /// Beats written but not yet sent (0..=512).
+    used: Signal<Local, Bits<10>>,
+    wr_next: Signal<Local, Bits<10>>,
+    beat_bytes: Signal<Local, Bits<16>>,
+    /// The frame's length including this beat.
+    end_len: Signal<Local, Bits<16>>,
+    /// Byte offsets within the frame of the four 16-bit lanes of this beat.
+    lane_at_0: Signal<Local, Bits<16>>,
+    lane_at_1: Signal<Local, Bits<16>>,
+    lane_at_2: Signal<Local, Bits<16>>,
+    lane_at_3: Signal<Local, Bits<16>>,
+    ip_lane_0: Signal<Local, Bits<32>>,
+    ip_lane_1: Signal<Local, Bits<32>>,
+    ip_lane_2: Signal<Local, Bits<32>>,
+    ip_lane_3: Signal<Local, Bits<32>>,
+    tcp_lane_0: Signal<Local, Bits<32>>,
+    tcp_lane_1: Signal<Local, Bits<32>>,
+    tcp_lane_2: Signal<Local, Bits<32>>,
+    tcp_lane_3: Signal<Local, Bits<32>>,
+    tcp_len: Signal<Local, Bits<16>>,
+    /// The sums including this beat (and, for TCP, the rest of the pseudo-header).
+    ip_total: Signal<Local, Bits<32>>,
+    tcp_total: Signal<Local, Bits<32>>,
+    /// On the last beat: the frame is kept (not oversized, every beat written).
+    commit: Signal<Local, Bit>,
+    /// On the last beat: the frame's checksums are filled.
+    fill: Signal<Local, Bit>,
+    wr_ptr: DFF<Bits<10>>,
+    /// Where the frame being written starts (the write pointer rewinds there on a drop).
+    frame_start: DFF<Bits<10>>,
+    /// Beats of this frame written so far; stops at 190.
+    wr_beat: DFF<Bits<8>>,
+    /// Bytes of this frame before this beat; stops counting past 1518.
+    frame_len: DFF<Bits<16>>,
+    /// Bytes 12-13 as a little-endian lane (IPv4 is 0x0008).
+    ethertype: DFF<Bits<16>>,
+    version_ihl: DFF<Bits<8>>,
+    protocol: DFF<Bits<8>>,
+    total_len: DFF<Bits<16>>,
+    /// 14 + total_len: where the segment ends.
+    seg_end: DFF<Bits<16>>,
+    ip_sum: DFF<Bits<32>>,
+    tcp_sum: DFF<Bits<32>>,
+    // ---- the queue of complete frames: two entries ----
+    q0_valid: DFF<Bit>,
+    q0_beats: DFF<Bits<8>>,
+    q0_fill: DFF<Bit>,
+    q0_ip: DFF<Bits<32>>,
+    q0_tcp: DFF<Bits<32>>,
+    q1_valid: DFF<Bit>,
+    q1_beats: DFF<Bits<8>>,
+    q1_fill: DFF<Bit>,
+    q1_ip: DFF<Bits<32>>,
+    q1_tcp: DFF<Bits<32>>,
+    push_sel: DFF<Bit>,
+    pop_sel: DFF<Bit>,
+    head_valid: Signal<Local, Bit>,
+    head_beats: Signal<Local, Bits<8>>,
+    head_fill: Signal<Local, Bit>,
+    head_ip: Signal<Local, Bits<32>>,
+    head_tcp: Signal<Local, Bits<32>>,
+    head_ip_fold: Signal<Local, Bits<32>>,
+    head_ip_fold2: Signal<Local, Bits<16>>,
+    head_tcp_fold: Signal<Local, Bits<32>>,
+    head_tcp_fold2: Signal<Local, Bits<16>>,
+    // ---- read side ----
+    /// The output register takes a new beat (or empties) this cycle.
+    load: Signal<Local, Bit>,
+    /// The queue's head becomes the frame being read.
+    pop: Signal<Local, Bit>,
+    pres_next: Signal<Local, Bits<10>>,
+    pres_beat_next: Signal<Local, Bits<8>>,
+    pres_last: Signal<Local, Bit>,
+    ram_data: Signal<Local, Bits<64>>,
+    patched: Signal<Local, Bits<64>>,
+    /// Ring position of the beat the RAM puts out this cycle (read the cycle before);
+    /// beats from here on have not been sent.
+    pres_ptr: DFF<Bits<10>>,
+    /// That beat belongs to the frame being read.
+    pres_valid: DFF<Bit>,
+    /// Its index within the frame.
+    pres_beat: DFF<Bits<8>>,
+    /// The frame being read: beats, filled, and its checksum fields as lanes.
+    cur_beats: DFF<Bits<8>>,
+    cur_fill: DFF<Bit>,
+    cur_ip_field: DFF<Bits<16>>,
+    cur_tcp_field: DFF<Bits<16>>,
+    out_data_q: DFF<Bits<64>>,
+    out_keep_q: DFF<Bits<8>>,
+    out_last_q: DFF<Bit>,
+    out_valid_q: DFF<Bit>,
+    filled_count: DFF<Bits<32>>,
+    passed_count: DFF<Bits<32>>,
+    dropped_count: DFF<Bits<32>>,
+}
+
+impl Logic for TxChecksum {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            wr_ptr,
+            frame_start,
+            wr_beat,
+            frame_len,
+            ethertype,
+            version_ihl,
+            protocol,
+            total_len,
+            seg_end,
+            ip_sum,
+            tcp_sum,
+            q0_valid,
+            q0_beats,
+            q0_fill,
+            q0_ip,
+            q0_tcp,
+            q1_valid,
+            q1_beats,
+            q1_fill,
+            q1_ip,
+            q1_tcp,
+            push_sel,
+            pop_sel,
+            pres_ptr,
+            pres_valid,
+            pres_beat,
+            cur_beats,
+            cur_fill,
+            cur_ip_field,
+            cur_tcp_field,
+            out_data_q,
+            out_keep_q,
+            out_last_q,
+            out_valid_q,
+            filled_count,
+            passed_count,
+            dropped_count
+        );
+        self.ring.read_clock.next = self.clock.val();
+        self.ring.write_clock.next = self.clock.val();
+
+        // ---- write side ----
+        self.used.next = self.wr_ptr.q.val() - self.pres_ptr.q.val();
+        self.wr_next.next = self.wr_ptr.q.val() + 1;
+        self.in_ready.next = !self.reset.val()
+            & ((self.wr_beat.q.val() >= 190)
+                | ((self.used.val() != 512) & !(self.q0_valid.q.val() & self.q1_valid.q.val())));
+        self.take.next = self.in_valid.val() & self.in_ready.val();
+
+        match self.in_keep.val().index() {
+            1 => self.beat_bytes.next = 1.into(),
+            3 => self.beat_bytes.next = 2.into(),
+            7 => self.beat_bytes.next = 3.into(),
+            15 => self.beat_bytes.next = 4.into(),
+            31 => self.beat_bytes.next = 5.into(),
+            63 => self.beat_bytes.next = 6.into(),
+            127 => self.beat_bytes.next = 7.into(),
+            255 => self.beat_bytes.next = 8.into(),
+            _ => self.beat_bytes.next = 0.into(),
+        }
+        self.end_len.next = self.frame_len.q.val() + self.beat_bytes.val();
+
+        // Lanes. IPv4 header: [14, 34) but the checksum field at 24. TCP: the
+        // pseudo-header addresses [26, 34) and the segment [34, seg_end) but the checksum
+        // field at 50, an odd last byte padded with zero. `seg_end` is known from beat 2
+        // on, before any TCP lane.
+        self.lane_at_0.next = self.frame_len.q.val();
+        self.lane_at_1.next = self.frame_len.q.val() + 2;
+        self.lane_at_2.next = self.frame_len.q.val() + 4;
+        self.lane_at_3.next = self.frame_len.q.val() + 6;
+        self.ip_lane_0.next = 0.into();
+        if (self.lane_at_0.val() >= 14) & (self.lane_at_0.val() < 34) & (self.lane_at_0.val() != 24)
+        {
+            self.ip_lane_0.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(0));
+        }
+        self.ip_lane_1.next = 0.into();
+        if (self.lane_at_1.val() >= 14) & (self.lane_at_1.val() < 34) & (self.lane_at_1.val() != 24)
+        {
+            self.ip_lane_1.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(16));
+        }
+        self.ip_lane_2.next = 0.into();
+        if (self.lane_at_2.val() >= 14) & (self.lane_at_2.val() < 34) & (self.lane_at_2.val() != 24)
+        {
+            self.ip_lane_2.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(32));
+        }
+        self.ip_lane_3.next = 0.into();
+        if (self.lane_at_3.val() >= 14) & (self.lane_at_3.val() < 34) & (self.lane_at_3.val() != 24)
+        {
+            self.ip_lane_3.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(48));
+        }
+        self.tcp_lane_0.next = 0.into();
+        if (self.lane_at_0.val() >= 26)
+            & (self.lane_at_0.val() != 50)
+            & (self.lane_at_0.val() < self.seg_end.q.val())
+        {
+            self.tcp_lane_0.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(0));
+            if self.lane_at_0.val() + 1 < self.seg_end.q.val() {
+                self.tcp_lane_0.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(0));
+            }
+        }
+        self.tcp_lane_1.next = 0.into();
+        if (self.lane_at_1.val() >= 26)
+            & (self.lane_at_1.val() != 50)
+            & (self.lane_at_1.val() < self.seg_end.q.val())
+        {
+            self.tcp_lane_1.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(16));
+            if self.lane_at_1.val() + 1 < self.seg_end.q.val() {
+                self.tcp_lane_1.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(16));
+            }
+        }
+        self.tcp_lane_2.next = 0.into();
+        if (self.lane_at_2.val() >= 26)
+            & (self.lane_at_2.val() != 50)
+            & (self.lane_at_2.val() < self.seg_end.q.val())
+        {
+            self.tcp_lane_2.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(32));
+            if self.lane_at_2.val() + 1 < self.seg_end.q.val() {
+                self.tcp_lane_2.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(32));
+            }
+        }
+        self.tcp_lane_3.next = 0.into();
+        if (self.lane_at_3.val() >= 26)
+            & (self.lane_at_3.val() != 50)
+            & (self.lane_at_3.val() < self.seg_end.q.val())
+        {
+            self.tcp_lane_3.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(48));
+            if self.lane_at_3.val() + 1 < self.seg_end.q.val() {
+                self.tcp_lane_3.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(48));
+            }
+        }
+        self.tcp_len.next = self.total_len.q.val() - 20;
+        self.ip_total.next = self.ip_sum.q.val()
+            + self.ip_lane_0.val()
+            + self.ip_lane_1.val()
+            + self.ip_lane_2.val()
+            + self.ip_lane_3.val();
+        // The pseudo-header's protocol (0x0006) and TCP length as little-endian lanes.
+        self.tcp_total.next = self.tcp_sum.q.val()
+            + self.tcp_lane_0.val()
+            + self.tcp_lane_1.val()
+            + self.tcp_lane_2.val()
+            + self.tcp_lane_3.val()
+            + 0x0600
+            + (bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(0)) << 8)
+            + bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(8));
+        self.commit.next = (self.end_len.val() <= 1518) & (self.wr_beat.q.val() < 190);
+        self.fill.next = (self.ethertype.q.val() == 0x0008)
+            & (self.version_ihl.q.val() == 0x45)
+            & (self.protocol.q.val() == 6)
+            & (self.total_len.q.val() >= 40)
+            & (self.seg_end.q.val() <= self.end_len.val());
+
+        self.ring.write_address.next = self.wr_ptr.q.val().get_bits::<9>(0);
+        self.ring.write_data.next =
+            (bit_cast::<72, 8>(self.in_keep.val()) << 64) | bit_cast::<72, 64>(self.in_data.val());
+        self.ring.write_enable.next = false;
+
+        // ---- the queue's head and its checksum fields ----
+        if self.pop_sel.q.val() {
+            self.head_valid.next = self.q1_valid.q.val();
+            self.head_beats.next = self.q1_beats.q.val();
+            self.head_fill.next = self.q1_fill.q.val();
+            self.head_ip.next = self.q1_ip.q.val();
+            self.head_tcp.next = self.q1_tcp.q.val();
+        } else {
+            self.head_valid.next = self.q0_valid.q.val();
+            self.head_beats.next = self.q0_beats.q.val();
+            self.head_fill.next = self.q0_fill.q.val();
+            self.head_ip.next = self.q0_ip.q.val();
+            self.head_tcp.next = self.q0_tcp.q.val();
+        }
+        self.head_ip_fold.next = (self.head_ip.val() & 0xFFFF) + (self.head_ip.val() >> 16);
+        self.head_ip_fold2.next = bit_cast::<16, 32>(
+            (self.head_ip_fold.val() & 0xFFFF) + (self.head_ip_fold.val() >> 16),
+        );
+        self.head_tcp_fold.next = (self.head_tcp.val() & 0xFFFF) + (self.head_tcp.val() >> 16);
+        self.head_tcp_fold2.next = bit_cast::<16, 32>(
+            (self.head_tcp_fold.val() & 0xFFFF) + (self.head_tcp_fold.val() >> 16),
+        );
+
+        if self.take.val() {
+            if self.wr_beat.q.val() < 190 {
+                self.ring.write_enable.next = true;
+                self.wr_ptr.d.next = self.wr_next.val();
+                self.wr_beat.d.next = self.wr_beat.q.val() + 1;
+            }
+            if self.frame_len.q.val() <= 1518 {
+                self.frame_len.d.next = self.end_len.val();
+            }
+            self.ip_sum.d.next = self.ip_total.val();
+            self.tcp_sum.d.next = self.tcp_sum.q.val()
+                + self.tcp_lane_0.val()
+                + self.tcp_lane_1.val()
+                + self.tcp_lane_2.val()
+                + self.tcp_lane_3.val();
+            if self.frame_len.q.val() == 8 {
+                self.ethertype.d.next = self.in_data.val().get_bits::<16>(32);
+                self.version_ihl.d.next = self.in_data.val().get_bits::<8>(48);
+            }
+            if self.frame_len.q.val() == 16 {
+                self.total_len.d.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0))
+                    << 8)
+                    | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8));
+                self.seg_end.d.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
+                    + bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8))
+                    + 14;
+                self.protocol.d.next = self.in_data.val().get_bits::<8>(56);
+            }
+            if self.in_last.val() {
+                if self.commit.val() {
+                    // The last beat was written: the frame is complete in the ring.
+                    self.frame_start.d.next = self.wr_next.val();
+                    if self.push_sel.q.val() {
+                        self.q1_valid.d.next = true;
+                        self.q1_beats.d.next = self.wr_beat.q.val() + 1;
+                        self.q1_fill.d.next = self.fill.val();
+                        self.q1_ip.d.next = self.ip_total.val();
+                        self.q1_tcp.d.next = self.tcp_total.val();
+                    } else {
+                        self.q0_valid.d.next = true;
+                        self.q0_beats.d.next = self.wr_beat.q.val() + 1;
+                        self.q0_fill.d.next = self.fill.val();
+                        self.q0_ip.d.next = self.ip_total.val();
+                        self.q0_tcp.d.next = self.tcp_total.val();
+                    }
+                    self.push_sel.d.next = !self.push_sel.q.val();
+                    if self.fill.val() {
+                        self.filled_count.d.next = self.filled_count.q.val() + 1;
+                    } else {
+                        self.passed_count.d.next = self.passed_count.q.val() + 1;
+                    }
+                } else {
+                    self.wr_ptr.d.next = self.frame_start.q.val();
+                    self.dropped_count.d.next = self.dropped_count.q.val() + 1;
+                }
+            }
+        }
+
+        // ---- read side ----
+        self.load.next = !self.out_valid_q.q.val() | self.out_ready.val();
+        self.pres_next.next = self.pres_ptr.q.val() + 1;
+        self.pres_beat_next.next = self.pres_beat.q.val() + 1;
+        self.pres_last.next = self.pres_beat_next.val() == self.cur_beats.q.val();
+        self.ram_data.next = self.ring.read_data.val().get_bits::<64>(0);
+        self.patched.next = self.ram_data.val();
+        if self.cur_fill.q.val() & (self.pres_beat.q.val() == 3) {
+            self.patched.next =
+                ((self.ram_data.val() >> 16) << 16) | bit_cast::<64, 16>(self.cur_ip_field.q.val());
+        }
+        if self.cur_fill.q.val() & (self.pres_beat.q.val() == 6) {
+            self.patched.next = ((self.ram_data.val() >> 32) << 32)
+                | (bit_cast::<64, 16>(self.cur_tcp_field.q.val()) << 16)
+                | bit_cast::<64, 16>(self.ram_data.val().get_bits::<16>(0));
+        }
+        self.pop.next = false;
+        self.ring.read_address.next = self.pres_ptr.q.val().get_bits::<9>(0);
+        if self.load.val() {
+            self.out_valid_q.d.next = false;
+        }
+        if self.pres_valid.q.val() {
+            if self.load.val() {
+                self.out_data_q.d.next = self.patched.val();
+                self.out_keep_q.d.next = self.ring.read_data.val().get_bits::<8>(64);
+                self.out_last_q.d.next = self.pres_last.val();
+                self.out_valid_q.d.next = true;
+                self.pres_ptr.d.next = self.pres_next.val();
+                self.pres_beat.d.next = self.pres_beat_next.val();
+                self.ring.read_address.next = self.pres_next.val().get_bits::<9>(0);
+                if self.pres_last.val() {
+                    // The next frame follows in the ring, its first beat read now.
+                    self.pop.next = self.head_valid.val();
+                    self.pres_valid.d.next = self.head_valid.val();
+                    self.pres_beat.d.next = 0.into();
+                }
+            }
+        } else {
+            self.pop.next = self.head_valid.val();
+            self.pres_valid.d.next = self.head_valid.val();
+            self.pres_beat.d.next = 0.into();
+        }
+        if self.pop.val() {
+            self.cur_beats.d.next = self.head_beats.val();
+            self.cur_fill.d.next = self.head_fill.val();
+            self.cur_ip_field.d.next = !self.head_ip_fold2.val();
+            self.cur_tcp_field.d.next = !self.head_tcp_fold2.val();
+            if self.pop_sel.q.val() {
+                self.q1_valid.d.next = false;
+            } else {
+                self.q0_valid.d.next = false;
+            }
+            self.pop_sel.d.next = !self.pop_sel.q.val();
+        }
+
+        // Per-frame state starts over after each frame and on reset.
+        if (self.take.val() & self.in_last.val()) | self.reset.val() {
+            self.wr_beat.d.next = 0.into();
+            self.frame_len.d.next = 0.into();
+            self.ethertype.d.next = 0.into();
+            self.version_ihl.d.next = 0.into();
+            self.protocol.d.next = 0.into();
+            self.total_len.d.next = 0.into();
+            self.seg_end.d.next = 0.into();
+            self.ip_sum.d.next = 0.into();
+            self.tcp_sum.d.next = 0.into();
+        }
+        if self.reset.val() {
+            self.wr_ptr.d.next = 0.into();
+            self.frame_start.d.next = 0.into();
+            self.q0_valid.d.next = false;
+            self.q1_valid.d.next = false;
+            self.push_sel.d.next = false;
+            self.pop_sel.d.next = false;
+            self.pres_ptr.d.next = 0.into();
+            self.pres_valid.d.next = false;
+            self.out_valid_q.d.next = false;
+            self.filled_count.d.next = 0.into();
+            self.passed_count.d.next = 0.into();
+            self.dropped_count.d.next = 0.into();
+        }
+
+        self.out_data.next = self.out_data_q.q.val();
+        self.out_keep.next = self.out_keep_q.q.val();
+        self.out_last.next = self.out_last_q.q.val();
+        self.out_valid.next = self.out_valid_q.q.val();
+        self.frames_filled.next = self.filled_count.q.val();
+        self.frames_passed.next = self.passed_count.q.val();
+        self.frames_dropped.next = self.dropped_count.q.val();
+    }
+}
