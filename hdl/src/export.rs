@@ -7,7 +7,11 @@ use crate::crc32c::Crc32c;
 use crate::flow_table::EcpFlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
+use crate::nic_top::EcpNicTop;
+use crate::packet_fifo::EcpPacketFifo;
 use crate::tcp_rx::TcpRxParser;
+use crate::tcp_tx::SegmentBuilder;
+use crate::tx_checksum::TxChecksum;
 
 /// A block ready for export.
 pub struct ExportedBlock {
@@ -31,9 +35,14 @@ fn verilog_of<B: Block + Default>() -> String {
     generate_verilog(&uut)
 }
 
-/// The blocks, in datapath order (receive, then transmit).
-pub fn blocks() -> [ExportedBlock; 5] {
+/// The NIC top first, then its blocks in datapath order (receive, then transmit).
+pub fn blocks() -> [ExportedBlock; 9] {
     [
+        ExportedBlock {
+            name: "nic_top",
+            about: "the whole datapath of one NIC (256 flows): what the board build instantiates",
+            verilog: verilog_of::<EcpNicTop>,
+        },
         ExportedBlock {
             name: "tcp_rx",
             about: "Ethernet II / IPv4 / TCP receive parser with both checksums",
@@ -50,6 +59,11 @@ pub fn blocks() -> [ExportedBlock; 5] {
             verilog: verilog_of::<MpaRxDelineator>,
         },
         ExportedBlock {
+            name: "packet_fifo",
+            about: "packet queue committing on a good bit (host RX and firmware RX, 512 beats)",
+            verilog: verilog_of::<EcpPacketFifo>,
+        },
+        ExportedBlock {
             name: "crc32c",
             about: "CRC32c over 64-bit beats with a partial last beat",
             verilog: verilog_of::<Crc32c>,
@@ -58,6 +72,16 @@ pub fn blocks() -> [ExportedBlock; 5] {
             name: "mpa_tx",
             about: "MPA transmit framer: ULPDU stream to FPDUs (length, PAD, CRC32c)",
             verilog: verilog_of::<MpaTxFramer>,
+        },
+        ExportedBlock {
+            name: "tcp_tx",
+            about: "TCP transmit: Ethernet/IPv4/TCP headers from a descriptor, payload realigned",
+            verilog: verilog_of::<SegmentBuilder>,
+        },
+        ExportedBlock {
+            name: "tx_checksum",
+            about: "transmit checksum insertion, store and forward (IPv4 header and TCP)",
+            verilog: verilog_of::<TxChecksum>,
         },
     ]
 }

@@ -104,6 +104,10 @@ pub struct TcpRxParser {
     pub dropped_malformed: Signal<Out, Bits<32>>,
     pub dropped_not_tcp: Signal<Out, Bits<32>>,
     pub dropped_bad_checksum: Signal<Out, Bits<32>>,
+    /// High for the one cycle in which a frame is counted as dropped without any packet
+    /// of it on the output (it failed a check decided before its payload): a follower
+    /// that buffers the raw frame learns its fate here, or from the packet's last beat.
+    pub frame_unseen: Signal<Out, Bit>,
     /// The output register takes a new beat (or empties) this cycle.
     load: Signal<Local, Bit>,
     /// A frame beat is taken this cycle.
@@ -498,7 +502,10 @@ impl Logic for TcpRxParser {
             self.verdict.next = FrameVerdict::Oversized;
         }
 
+        self.frame_unseen.next = false;
         if (self.phase.q.val() == RxPhase::Finish) & self.load.val() {
+            self.frame_unseen.next =
+                !self.out_started.q.val() & (self.verdict.val() != FrameVerdict::Accepted);
             match self.verdict.val() {
                 FrameVerdict::Accepted => {
                     self.accepted_count.d.next = self.accepted_count.q.val() + 1

@@ -11,4 +11,8 @@ mod flow_table;
 mod lint;
 mod mpa_rx;
 mod mpa_tx;
+mod nic_top;
+mod packet_fifo;
 mod tcp_rx;
+mod tcp_tx;
+mod tx_checksum;

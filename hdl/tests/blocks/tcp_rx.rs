@@ -20,7 +20,7 @@ dut! {
         seg_src_ip, seg_dst_ip, seg_src_port, seg_dst_port, seg_seq, seg_ack, seg_flags,
         seg_window, seg_payload_len,
         frames_accepted, dropped_oversized, dropped_malformed, dropped_not_tcp,
-        dropped_bad_checksum,
+        dropped_bad_checksum, frame_unseen,
     }
 }
 
@@ -125,6 +125,8 @@ struct RxBench {
     packet: Vec<u8>,
     packet_fields: Option<Outputs>,
     bad_packets: usize,
+    /// `frame_unseen` pulses: frames dropped without a packet.
+    unseen: usize,
     /// Cycles to run after the last input beat, for the last verdict to be counted.
     drain_cycles: u32,
     last_outputs: Outputs,
@@ -151,6 +153,7 @@ impl RxBench {
             packet: vec![],
             packet_fields: None,
             bad_packets: 0,
+            unseen: 0,
             drain_cycles: 4,
             last_outputs: Outputs::default(),
         }
@@ -207,6 +210,7 @@ impl Bench<Inputs, Outputs> for RxBench {
             return;
         }
         self.source.handshake(outputs.frame_ready == 1);
+        self.unseen += outputs.frame_unseen as usize;
         if outputs.payload_valid == 0 || inputs.payload_ready == 0 {
             return;
         }
@@ -250,6 +254,11 @@ fn run(
     );
     assert!(bench.source.is_empty() && bench.expected.is_empty());
     assert_eq!(bench.counts(), bench.expected_counts);
+    // Every frame's fate shows exactly once: a good packet, a bad one, or `frame_unseen`.
+    assert_eq!(
+        bench.expected_counts.accepted as usize + bench.bad_packets + bench.unseen,
+        frames.len()
+    );
     (timing, bench)
 }
 

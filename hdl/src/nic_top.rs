@@ -1,0 +1,1122 @@
+//! `nic_top`: the whole datapath of one NIC, the blocks joined as DESIGN.md draws them.
+//!
+//! ```text
+//! net_rx ─▶ tcp_rx ─▶ frame buffer ─▶ steering ─┬─▶ fw_rx queue ─▶ firmware
+//!                    (raw + payload)   (flow    ├─▶ mpa_rx ─▶ host_rx queue ─▶ host
+//!                                      table,   └─▶ ACK ─┐
+//!                                      context)          ▼
+//! host_tx ─▶ context check ─▶ mpa_tx ─▶ segment builder ─▶ arbiter ─▶ checksums ─▶ net_tx
+//!                                                  fw_tx ─┘
+//! ```
+//!
+//! The behavioural model (`testbench::model::ModelDatapath`) is the reference: the same
+//! frame sequences give the same frames out, the same host ULPDUs and the same firmware
+//! queue contents.
+//!
+//! # Ports
+//!
+//! Streams are 64-bit `data` + 8-bit `keep` + `last` + `valid`/`ready`, byte 0 in bits
+//! 7:0, one frame (or ULPDU) per packet; sideband travels with the first beat and is
+//! held for the packet. A beat moves when `valid` and `ready` are both high at a rising
+//! edge.
+//!
+//! - `local_ip`: this NIC's IPv4 address (big-endian number), a configuration input held
+//!   steady; frames to other addresses are dropped and counted (`cnt_not_for_us`).
+//! - `net_rx_*` / `net_tx_*`: the network port, whole Ethernet frames without FCS.
+//! - `fw_rx_*` / `fw_tx_*`: the firmware's frame queues. Frames from the firmware leave
+//!   with their IPv4 and TCP checksums filled in (checksum offload).
+//! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
+//!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
+//!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
+//!   it (and its 4-tuple). `ctx_done` pulses for one cycle when the command has finished;
+//!   with it, `ctx_status` says: write — the tuple went into the flow table (low: its
+//!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
+//!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
+//!   context (with the sequence numbers the datapath has reached) from `ctx_done` until
+//!   the next command.
+//! - `event_*`: datapath reports about a flow, one at a time: `event_index`, and
+//!   `event_crc` high for a CRC error, low for a length error.
+//! - `host_tx_*`: ULPDUs from the host, `host_tx_index` (connection index) and
+//!   `host_tx_len` (ULPDU bytes) with the first beat; a zero-length ULPDU is one beat with
+//!   `keep` 0. A ULPDU for no flow in FPDU mode, or whose FPDU exceeds the flow's MSS, is
+//!   taken and dropped (`cnt_host_refused`).
+//! - `host_rx_*`: received ULPDUs, tagged with `host_rx_index`. Only ULPDUs whose CRC
+//!   matched come out.
+//! - `cnt_*`: free-running 32-bit counters.
+//!
+//! Numbers on ports: IPv4 addresses big-endian (10.0.0.1 is 0x0A000001), MAC addresses
+//! with the first byte on the wire in bits 47:40, ports and sequence numbers as numbers.
+//!
+//! Synchronous active-high `reset`; after it the flow table clears itself
+//! (2^`SET_BITS` cycles) before commands and frames are taken.
+
+//!
+//! # How it works
+//!
+//! **Receive** is store and forward, one frame at a time. While a frame arrives, its raw
+//! beats go into the raw buffer (for the firmware) and `tcp_rx`'s realigned payload into
+//! the payload buffer; the frame is *held* only when the parser's verdict is good (a
+//! late-failed frame, or one the parser drops outright, just frees the buffers — this is
+//! where the parser's good bit commits). The controller then looks the 4-tuple up in the
+//! flow table (latency 2), reads the flow's context (block RAM, latency 2 from the index)
+//! and decides as the model does:
+//!
+//! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
+//! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
+//! - payload at `rcv_nxt` moves `rcv_nxt` and, unless the flow has failed, is replayed
+//!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
+//!   straddle segments, so one *failed* bit per flow is all the MPA state that survives,
+//!   and it lives in the context); ULPDUs go to the host queue, which commits each on
+//!   `mpa_rx`'s good bit; a CRC or length error sets the failed bit and raises an event;
+//! - payload entirely below `rcv_nxt` (a duplicate) or beyond it (out of order, dropped)
+//!   is answered with an ACK, and so is delivered payload;
+//! - FIN (unless the segment was out of order) goes to the firmware after its payload.
+//!
+//! **Transmit**: a host ULPDU's first beat makes the controller read the flow's context;
+//! if the flow is in FPDU mode and the FPDU fits the MSS, `snd_nxt` moves by the FPDU's
+//! length and a segment descriptor goes to the segment builder while the ULPDU streams
+//! through `mpa_tx` into it. ACKs use the same builder with no payload. An arbiter takes
+//! whole frames from the builder and the firmware's TX queue into checksum insertion.
+//!
+//! **Context** per connection index, in four block RAMs read and written together:
+//! the 4-tuple (96 bits, packed as the flow table packs it), both MACs (96), the
+//! sequence numbers `{snd_una, snd_nxt, rcv_nxt}` (96) and [`MISC_BITS`] of the rest:
+//! MSS `[15:0]`, peer window `[31:16]`, its shift `[39:32]`, our shift `[47:40]`,
+//! CRC `[48]`, RTR expected `[49]`, failed `[50]`, valid `[51]`. After reset the
+//! controller clears every valid bit (block RAM has no reset) while the flow table clears
+//! its buckets.
+//!
+//! One controller serialises context commands, received frames and host ULPDUs (in that
+//! priority), so no two of them ever touch the same context at once.
+
+use rust_hdl::prelude::*;
+
+use crate::flow_table::FlowTable;
+use crate::mpa_rx::MpaRxDelineator;
+use crate::mpa_tx::MpaTxFramer;
+use crate::packet_fifo::PacketFifo;
+use crate::tcp_rx::TcpRxParser;
+use crate::tcp_tx::SegmentBuilder;
+use crate::tx_checksum::TxChecksum;
+
+/// Verilator warnings waived on `nic_top` beyond `verilator::WAIVERS`, with the reason.
+pub const TOP_WAIVERS: &[(&str, &str)] = &[(
+    "UNUSED",
+    "the top leaves some of its blocks' outputs unconnected on purpose: their own counters \
+     that the top's counters already cover (frames accepted, packets committed, frames \
+     built, checksums filled), the table's remove status (a remove always follows a valid \
+     context) and the PSH and SYN flags; each block lints clean on its own without it",
+)];
+
+/// Bits of the context word that is not addresses or sequence numbers.
+pub const MISC_BITS: usize = 52;
+/// Beats of the raw-frame and payload buffers (2 KiB each: a 1,518-byte frame is 190).
+pub const FRAME_BUFFER_BITS: usize = 8;
+/// Beats of each of the firmware RX and host RX queues (4 KiB).
+pub const QUEUE_BITS: usize = 9;
+
+/// `index < 2^N`, on an index one bit wider than any connection index: a comparison
+/// with a constant that depends on the block's parameter, which `#[hdl_gen]` cannot
+/// write, so the Verilog is generated here.
+#[derive(Clone, Debug, Default, LogicBlock)]
+pub struct IndexRange<const N: usize> {
+    pub index: Signal<In, Bits<17>>,
+    pub in_range: Signal<Out, Bit>,
+}
+
+impl<const N: usize> Logic for IndexRange<N> {
+    fn update(&mut self) {
+        self.in_range.next = self.index.val().to_u64() < (1 << N);
+    }
+
+    fn connect(&mut self) {
+        self.in_range.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        Verilog::Custom(format!(
+            "always @(*) begin\n    in_range = index < 17'd{};\nend\n",
+            1u64 << N
+        ))
+    }
+}
+
+/// Where a received frame is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum Ingest {
+    /// Taking a frame's beats.
+    Take,
+    /// The frame's beats are in; waiting for the parser's verdict.
+    Verdict,
+    /// A good frame waits in the buffers for the controller.
+    Held,
+}
+
+/// What the controller is doing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum Control {
+    /// After reset: clearing the contexts' valid bits while the flow table clears.
+    Clear,
+    Idle,
+    /// A context command: the context is being read.
+    CmdRead,
+    /// Its context is out of the RAM: act, and start the flow-table command.
+    CmdAct,
+    /// Waiting for the flow table's `done`.
+    CmdTable,
+    /// A received frame: look its tuple up.
+    RxLookup,
+    RxLookupWait,
+    RxContext,
+    RxDecide,
+    /// Replay the payload into `mpa_rx`.
+    RxMpaStart,
+    RxMpaFeed,
+    RxMpaDrain,
+    /// Wait for the event register, then raise the flow's error.
+    RxEvent,
+    RxAck,
+    /// Copy the raw frame to the firmware queue.
+    RxFirmwareStart,
+    RxFirmwareCopy,
+    /// A host ULPDU: the context is being read.
+    TxContext,
+    TxDecide,
+    TxDescriptor,
+    TxStream,
+    /// A refused ULPDU is taken and dropped.
+    TxDrop,
+}
+
+/// Which source the transmit arbiter is carrying a frame from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum TxSource {
+    None,
+    Firmware,
+    Builder,
+}
+
+/// The datapath of one NIC with a flow table of 2^`SET_BITS` × 4 entries and contexts
+/// for connection indices below 2^`INDEX_BITS`.
+#[derive(LogicBlock, Default)]
+pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub local_ip: Signal<In, Bits<32>>,
+
+    pub net_rx_data: Signal<In, Bits<64>>,
+    pub net_rx_keep: Signal<In, Bits<8>>,
+    pub net_rx_last: Signal<In, Bit>,
+    pub net_rx_valid: Signal<In, Bit>,
+    pub net_rx_ready: Signal<Out, Bit>,
+    pub net_tx_data: Signal<Out, Bits<64>>,
+    pub net_tx_keep: Signal<Out, Bits<8>>,
+    pub net_tx_last: Signal<Out, Bit>,
+    pub net_tx_valid: Signal<Out, Bit>,
+    pub net_tx_ready: Signal<In, Bit>,
+
+    pub fw_rx_data: Signal<Out, Bits<64>>,
+    pub fw_rx_keep: Signal<Out, Bits<8>>,
+    pub fw_rx_last: Signal<Out, Bit>,
+    pub fw_rx_valid: Signal<Out, Bit>,
+    pub fw_rx_ready: Signal<In, Bit>,
+    pub fw_tx_data: Signal<In, Bits<64>>,
+    pub fw_tx_keep: Signal<In, Bits<8>>,
+    pub fw_tx_last: Signal<In, Bit>,
+    pub fw_tx_valid: Signal<In, Bit>,
+    pub fw_tx_ready: Signal<Out, Bit>,
+
+    pub ctx_op: Signal<In, Bits<2>>,
+    pub ctx_valid: Signal<In, Bit>,
+    pub ctx_ready: Signal<Out, Bit>,
+    pub ctx_index: Signal<In, Bits<16>>,
+    pub ctx_local_ip: Signal<In, Bits<32>>,
+    pub ctx_local_port: Signal<In, Bits<16>>,
+    pub ctx_remote_ip: Signal<In, Bits<32>>,
+    pub ctx_remote_port: Signal<In, Bits<16>>,
+    pub ctx_local_mac: Signal<In, Bits<48>>,
+    pub ctx_remote_mac: Signal<In, Bits<48>>,
+    pub ctx_snd_una: Signal<In, Bits<32>>,
+    pub ctx_snd_nxt: Signal<In, Bits<32>>,
+    pub ctx_rcv_nxt: Signal<In, Bits<32>>,
+    pub ctx_peer_window: Signal<In, Bits<16>>,
+    pub ctx_peer_window_shift: Signal<In, Bits<8>>,
+    pub ctx_local_window_shift: Signal<In, Bits<8>>,
+    pub ctx_mss: Signal<In, Bits<16>>,
+    pub ctx_crc: Signal<In, Bit>,
+    pub ctx_rtr_expected: Signal<In, Bit>,
+    pub ctx_done: Signal<Out, Bit>,
+    pub ctx_status: Signal<Out, Bit>,
+    pub rd_local_ip: Signal<Out, Bits<32>>,
+    pub rd_local_port: Signal<Out, Bits<16>>,
+    pub rd_remote_ip: Signal<Out, Bits<32>>,
+    pub rd_remote_port: Signal<Out, Bits<16>>,
+    pub rd_local_mac: Signal<Out, Bits<48>>,
+    pub rd_remote_mac: Signal<Out, Bits<48>>,
+    pub rd_snd_una: Signal<Out, Bits<32>>,
+    pub rd_snd_nxt: Signal<Out, Bits<32>>,
+    pub rd_rcv_nxt: Signal<Out, Bits<32>>,
+    pub rd_peer_window: Signal<Out, Bits<16>>,
+    pub rd_peer_window_shift: Signal<Out, Bits<8>>,
+    pub rd_local_window_shift: Signal<Out, Bits<8>>,
+    pub rd_mss: Signal<Out, Bits<16>>,
+    pub rd_crc: Signal<Out, Bit>,
+    pub rd_rtr_expected: Signal<Out, Bit>,
+
+    pub event_valid: Signal<Out, Bit>,
+    pub event_ready: Signal<In, Bit>,
+    pub event_index: Signal<Out, Bits<16>>,
+    pub event_crc: Signal<Out, Bit>,
+
+    pub host_tx_data: Signal<In, Bits<64>>,
+    pub host_tx_keep: Signal<In, Bits<8>>,
+    pub host_tx_last: Signal<In, Bit>,
+    pub host_tx_valid: Signal<In, Bit>,
+    pub host_tx_ready: Signal<Out, Bit>,
+    pub host_tx_index: Signal<In, Bits<16>>,
+    pub host_tx_len: Signal<In, Bits<16>>,
+    pub host_rx_data: Signal<Out, Bits<64>>,
+    pub host_rx_keep: Signal<Out, Bits<8>>,
+    pub host_rx_last: Signal<Out, Bit>,
+    pub host_rx_valid: Signal<Out, Bit>,
+    pub host_rx_ready: Signal<In, Bit>,
+    pub host_rx_index: Signal<Out, Bits<16>>,
+
+    pub cnt_frames_in: Signal<Out, Bits<32>>,
+    pub cnt_frames_out: Signal<Out, Bits<32>>,
+    pub cnt_bad_checksum: Signal<Out, Bits<32>>,
+    pub cnt_oversized: Signal<Out, Bits<32>>,
+    pub cnt_malformed: Signal<Out, Bits<32>>,
+    pub cnt_not_tcp: Signal<Out, Bits<32>>,
+    pub cnt_not_for_us: Signal<Out, Bits<32>>,
+    pub cnt_to_firmware: Signal<Out, Bits<32>>,
+    pub cnt_out_of_order: Signal<Out, Bits<32>>,
+    pub cnt_duplicates: Signal<Out, Bits<32>>,
+    pub cnt_acks_sent: Signal<Out, Bits<32>>,
+    pub cnt_fpdus_in: Signal<Out, Bits<32>>,
+    pub cnt_fpdus_out: Signal<Out, Bits<32>>,
+    pub cnt_crc_errors: Signal<Out, Bits<32>>,
+    pub cnt_length_errors: Signal<Out, Bits<32>>,
+    pub cnt_host_refused: Signal<Out, Bits<32>>,
+    pub cnt_insert_full: Signal<Out, Bits<32>>,
+
+    // Blocks.
+    parser: TcpRxParser,
+    raw: RAM<Bits<64>, FRAME_BUFFER_BITS>,
+    payload: RAM<Bits<64>, FRAME_BUFFER_BITS>,
+    flows: FlowTable<SET_BITS>,
+    ctx_tuple: RAM<Bits<96>, INDEX_BITS>,
+    ctx_macs: RAM<Bits<96>, INDEX_BITS>,
+    ctx_seqs: RAM<Bits<96>, INDEX_BITS>,
+    ctx_misc: RAM<Bits<MISC_BITS>, INDEX_BITS>,
+    mpa_rx: MpaRxDelineator,
+    host_queue: PacketFifo<QUEUE_BITS>,
+    firmware_queue: PacketFifo<QUEUE_BITS>,
+    framer: MpaTxFramer,
+    builder: SegmentBuilder,
+    checksums: TxChecksum,
+    cmd_range: IndexRange<INDEX_BITS>,
+    tx_range: IndexRange<INDEX_BITS>,
+    clear_range: IndexRange<INDEX_BITS>,
+
+    // Receive buffers.
+    ingest: DFF<Ingest>,
+    raw_wr: DFF<Bits<FRAME_BUFFER_BITS>>,
+    raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    raw_last_keep: DFF<Bits<8>>,
+    payload_wr: DFF<Bits<FRAME_BUFFER_BITS>>,
+    payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    payload_last_keep: DFF<Bits<8>>,
+    /// A network beat is taken this cycle.
+    net_take: Signal<Local, Bit>,
+    /// The controller is done with the held frame.
+    frame_released: Signal<Local, Bit>,
+
+    // The controller.
+    control: DFF<Control>,
+    /// Counts contexts cleared after reset.
+    clear_index: DFF<Bits<17>>,
+    /// The context being worked on: its index (the RAMs' address) and working copy.
+    ctx_addr: DFF<Bits<16>>,
+    w_tuple: DFF<Bits<96>>,
+    w_macs: DFF<Bits<96>>,
+    w_seqs: DFF<Bits<96>>,
+    w_misc: DFF<Bits<MISC_BITS>>,
+    /// The command taken: its operation.
+    cmd_op: DFF<Bits<2>>,
+    /// The segment the builder is asked for: TCP flags and payload length.
+    w_flags: DFF<Bits<8>>,
+    w_len: DFF<Bits<16>>,
+    /// The received segment's plan.
+    rx_deliver: DFF<Bit>,
+    rx_ack: DFF<Bit>,
+    rx_firmware_after: DFF<Bit>,
+    /// The host ULPDU being sent: its length.
+    tx_len: DFF<Bits<16>>,
+    /// Beat pointer for replaying a buffer.
+    replay: DFF<Bits<FRAME_BUFFER_BITS>>,
+    replay_take: Signal<Local, Bit>,
+    replay_is_last: Signal<Local, Bit>,
+    /// The ULPDU limit of the flow being delivered.
+    max_ulpdu: DFF<Bits<16>>,
+    /// Results of a context command.
+    done_q: DFF<Bit>,
+    status_q: DFF<Bit>,
+    rd_tuple: DFF<Bits<96>>,
+    rd_macs: DFF<Bits<96>>,
+    rd_seqs: DFF<Bits<96>>,
+    rd_misc: DFF<Bits<MISC_BITS>>,
+    /// The event register.
+    event_q: DFF<Bit>,
+    event_index_q: DFF<Bits<16>>,
+    event_crc_q: DFF<Bit>,
+
+    // Decisions on a received segment (from the context read and the parser's fields).
+    seq_snd_una: Signal<Local, Bits<32>>,
+    seq_snd_nxt: Signal<Local, Bits<32>>,
+    seq_rcv_nxt: Signal<Local, Bits<32>>,
+    ack_past_una: Signal<Local, Bits<32>>,
+    ack_past_nxt: Signal<Local, Bits<32>>,
+    ack_moves: Signal<Local, Bit>,
+    new_snd_una: Signal<Local, Bits<32>>,
+    seq_offset: Signal<Local, Bits<32>>,
+    end_offset: Signal<Local, Bits<32>>,
+    has_payload: Signal<Local, Bit>,
+    in_order: Signal<Local, Bit>,
+    duplicate: Signal<Local, Bit>,
+    new_rcv_nxt: Signal<Local, Bits<32>>,
+    new_misc: Signal<Local, Bits<MISC_BITS>>,
+    /// A host ULPDU's FPDU length and whether the flow takes it.
+    fpdu_len: Signal<Local, Bits<32>>,
+    tx_refused: Signal<Local, Bit>,
+    /// The tuple of the command (packed).
+    cmd_tuple: Signal<Local, Bits<96>>,
+
+    // Transmit arbitration.
+    tx_source: DFF<TxSource>,
+    tx_grant: Signal<Local, TxSource>,
+
+    // Counters the blocks do not keep.
+    frames_in: DFF<Bits<32>>,
+    frames_out: DFF<Bits<32>>,
+    not_for_us: DFF<Bits<32>>,
+    to_firmware: DFF<Bits<32>>,
+    out_of_order: DFF<Bits<32>>,
+    duplicates: DFF<Bits<32>>,
+    acks_sent: DFF<Bits<32>>,
+    fpdus_in: DFF<Bits<32>>,
+    fpdus_out: DFF<Bits<32>>,
+    crc_errors: DFF<Bits<32>>,
+    length_errors: DFF<Bits<32>>,
+    host_refused: DFF<Bits<32>>,
+}
+
+/// The ECP5 build: 256 flows.
+pub type EcpNicTop = NicTop<6, 8>;
+/// The simulation build: contexts for the testbench firmware's 2,048 connections, in a
+/// flow table of 8,192 entries.
+pub type SimNicTop = NicTop<11, 11>;
+
+impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, INDEX_BITS> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            ingest,
+            raw_wr,
+            raw_last,
+            raw_last_keep,
+            payload_wr,
+            payload_last,
+            payload_last_keep,
+            control,
+            clear_index,
+            ctx_addr,
+            w_tuple,
+            w_macs,
+            w_seqs,
+            w_misc,
+            cmd_op,
+            w_flags,
+            w_len,
+            rx_deliver,
+            rx_ack,
+            rx_firmware_after,
+            tx_len,
+            replay,
+            max_ulpdu,
+            done_q,
+            status_q,
+            rd_tuple,
+            rd_macs,
+            rd_seqs,
+            rd_misc,
+            event_q,
+            event_index_q,
+            event_crc_q,
+            tx_source,
+            frames_in,
+            frames_out,
+            not_for_us,
+            to_firmware,
+            out_of_order,
+            duplicates,
+            acks_sent,
+            fpdus_in,
+            fpdus_out,
+            crc_errors,
+            length_errors,
+            host_refused
+        );
+        self.parser.clock.next = self.clock.val();
+        self.parser.reset.next = self.reset.val();
+        self.flows.clock.next = self.clock.val();
+        self.flows.reset.next = self.reset.val();
+        self.host_queue.clock.next = self.clock.val();
+        self.host_queue.reset.next = self.reset.val();
+        self.firmware_queue.clock.next = self.clock.val();
+        self.firmware_queue.reset.next = self.reset.val();
+        self.framer.clock.next = self.clock.val();
+        self.framer.reset.next = self.reset.val();
+        self.builder.clock.next = self.clock.val();
+        self.builder.reset.next = self.reset.val();
+        self.checksums.clock.next = self.clock.val();
+        self.checksums.reset.next = self.reset.val();
+        self.mpa_rx.clock.next = self.clock.val();
+        self.raw.read_clock.next = self.clock.val();
+        self.raw.write_clock.next = self.clock.val();
+        self.payload.read_clock.next = self.clock.val();
+        self.payload.write_clock.next = self.clock.val();
+        self.ctx_tuple.read_clock.next = self.clock.val();
+        self.ctx_tuple.write_clock.next = self.clock.val();
+        self.ctx_macs.read_clock.next = self.clock.val();
+        self.ctx_macs.write_clock.next = self.clock.val();
+        self.ctx_seqs.read_clock.next = self.clock.val();
+        self.ctx_seqs.write_clock.next = self.clock.val();
+        self.ctx_misc.read_clock.next = self.clock.val();
+        self.ctx_misc.write_clock.next = self.clock.val();
+
+        // ---- Receive: a frame into the buffers, kept only on the parser's good bit ----
+        self.parser.frame_data.next = self.net_rx_data.val();
+        self.parser.frame_keep.next = self.net_rx_keep.val();
+        self.parser.frame_last.next = self.net_rx_last.val();
+        self.parser.frame_valid.next =
+            self.net_rx_valid.val() & (self.ingest.q.val() == Ingest::Take);
+        self.net_rx_ready.next =
+            self.parser.frame_ready.val() & (self.ingest.q.val() == Ingest::Take);
+        self.net_take.next = self.net_rx_valid.val() & self.net_rx_ready.val();
+        self.raw.write_address.next = self.raw_wr.q.val();
+        self.raw.write_data.next = self.net_rx_data.val();
+        self.raw.write_enable.next = self.net_take.val();
+        if self.net_take.val() {
+            // A frame too long for the buffer is oversized: the parser drops it, so its
+            // tail may overwrite the last beat.
+            if self.raw_wr.q.val() != 255 {
+                self.raw_wr.d.next = self.raw_wr.q.val() + 1;
+            }
+            if self.net_rx_last.val() {
+                self.raw_last.d.next = self.raw_wr.q.val();
+                self.raw_last_keep.d.next = self.net_rx_keep.val();
+                self.ingest.d.next = Ingest::Verdict;
+                self.frames_in.d.next = self.frames_in.q.val() + 1;
+            }
+        }
+        self.parser.payload_ready.next = true;
+        self.payload.write_address.next = self.payload_wr.q.val();
+        self.payload.write_data.next = self.parser.payload_data.val();
+        self.payload.write_enable.next = self.parser.payload_valid.val();
+        if self.parser.payload_valid.val() {
+            if self.payload_wr.q.val() != 255 {
+                self.payload_wr.d.next = self.payload_wr.q.val() + 1;
+            }
+            if self.parser.payload_last.val() {
+                self.payload_last.d.next = self.payload_wr.q.val();
+                self.payload_last_keep.d.next = self.parser.payload_keep.val();
+                if self.parser.payload_good.val() {
+                    self.ingest.d.next = Ingest::Held;
+                } else {
+                    self.ingest.d.next = Ingest::Take;
+                    self.raw_wr.d.next = 0.into();
+                    self.payload_wr.d.next = 0.into();
+                }
+            }
+        }
+        self.frame_released.next = false;
+        // (Acted on after the controller, below.)
+
+        // ---- The controller's defaults ----
+        self.ctx_ready.next = (self.control.q.val() == Control::Idle) & !self.reset.val();
+        self.host_tx_ready.next = false;
+        self.done_q.d.next = false;
+        self.cmd_range.index.next = bit_cast::<17, 16>(self.ctx_index.val());
+        self.tx_range.index.next = bit_cast::<17, 16>(self.host_tx_index.val());
+        self.clear_range.index.next = self.clear_index.q.val();
+
+        self.ctx_tuple.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_macs.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_seqs.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_misc.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_tuple.write_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_macs.write_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_seqs.write_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
+        self.ctx_tuple.write_data.next = self.w_tuple.q.val();
+        self.ctx_macs.write_data.next = self.w_macs.q.val();
+        self.ctx_seqs.write_data.next = self.w_seqs.q.val();
+        self.ctx_misc.write_data.next = self.w_misc.q.val();
+        self.ctx_tuple.write_enable.next = false;
+        self.ctx_macs.write_enable.next = false;
+        self.ctx_seqs.write_enable.next = false;
+        self.ctx_misc.write_enable.next = false;
+
+        // The flow table: lookups of the held frame's tuple (ours is the destination),
+        // commands from the register window.
+        self.flows.lookup_local_ip.next = self.parser.seg_dst_ip.val();
+        self.flows.lookup_local_port.next = self.parser.seg_dst_port.val();
+        self.flows.lookup_remote_ip.next = self.parser.seg_src_ip.val();
+        self.flows.lookup_remote_port.next = self.parser.seg_src_port.val();
+        self.flows.lookup_valid.next = false;
+        if self.cmd_op.q.val() == 2 {
+            self.cmd_tuple.next = self.ctx_tuple.read_data.val();
+        } else {
+            self.cmd_tuple.next = self.w_tuple.q.val();
+        }
+        self.flows.cmd_local_ip.next = self.cmd_tuple.val().get_bits::<32>(64);
+        self.flows.cmd_local_port.next = self.cmd_tuple.val().get_bits::<16>(48);
+        self.flows.cmd_remote_ip.next = self.cmd_tuple.val().get_bits::<32>(16);
+        self.flows.cmd_remote_port.next = self.cmd_tuple.val().get_bits::<16>(0);
+        self.flows.cmd_index.next = self.ctx_addr.q.val();
+        self.flows.cmd_remove.next = self.cmd_op.q.val() == 2;
+        self.flows.cmd_valid.next = false;
+
+        // What a received segment does to its flow's context (valid in RxDecide).
+        self.seq_snd_una.next = self.ctx_seqs.read_data.val().get_bits::<32>(64);
+        self.seq_snd_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(32);
+        self.seq_rcv_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(0);
+        self.ack_past_una.next = self.parser.seg_ack.val() - self.seq_snd_una.val();
+        self.ack_past_nxt.next = self.parser.seg_ack.val() - self.seq_snd_nxt.val();
+        self.ack_moves.next = self.parser.seg_flags.val().get_bit(4)
+            & (self.ack_past_una.val() != 0)
+            & !self.ack_past_una.val().get_bit(31)
+            & ((self.ack_past_nxt.val() == 0) | self.ack_past_nxt.val().get_bit(31));
+        self.new_snd_una.next = self.seq_snd_una.val();
+        if self.ack_moves.val() {
+            self.new_snd_una.next = self.parser.seg_ack.val();
+        }
+        self.seq_offset.next = self.parser.seg_seq.val() - self.seq_rcv_nxt.val();
+        self.end_offset.next = self.parser.seg_seq.val()
+            + bit_cast::<32, 16>(self.parser.seg_payload_len.val())
+            - self.seq_rcv_nxt.val();
+        self.has_payload.next = self.parser.seg_payload_len.val() != 0;
+        self.in_order.next = self.has_payload.val() & (self.seq_offset.val() == 0);
+        self.duplicate.next = self.has_payload.val()
+            & self.seq_offset.val().get_bit(31)
+            & ((self.end_offset.val() == 0) | self.end_offset.val().get_bit(31));
+        self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
+        if self.in_order.val() {
+            self.new_rcv_nxt.next =
+                self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.parser.seg_payload_len.val());
+        }
+        self.new_misc.next = self.ctx_misc.read_data.val();
+        if self.parser.seg_flags.val().get_bit(4) {
+            self.new_misc.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
+                | (self.ctx_misc.read_data.val() & 0xFFFF)
+                | (bit_cast::<MISC_BITS, 16>(self.parser.seg_window.val()) << 16);
+        }
+        // A host ULPDU's FPDU: length, PAD and CRC (valid in TxDecide).
+        self.fpdu_len.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
+        self.tx_refused.next = !self.ctx_misc.read_data.val().get_bit(51)
+            | self.ctx_misc.read_data.val().get_bit(49)
+            | self.ctx_misc.read_data.val().get_bit(50)
+            | (self.fpdu_len.val()
+                > bit_cast::<32, 16>(self.ctx_misc.read_data.val().get_bits::<16>(0)));
+
+        // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue): the
+        // RAM is addressed one beat ahead when a beat is taken, so it streams a beat per
+        // cycle.
+        self.replay_take.next = false;
+        self.replay_is_last.next = self.replay.q.val() == self.payload_last.q.val();
+        if self.control.q.val() == Control::RxFirmwareCopy {
+            self.replay_is_last.next = self.replay.q.val() == self.raw_last.q.val();
+            self.replay_take.next = self.firmware_queue.in_ready.val();
+        }
+        if self.control.q.val() == Control::RxMpaFeed {
+            self.replay_take.next = self.mpa_rx.in_ready.val();
+        }
+        self.raw.read_address.next = self.replay.q.val();
+        self.payload.read_address.next = self.replay.q.val();
+        if self.replay_take.val() {
+            self.replay.d.next = self.replay.q.val() + 1;
+            self.raw.read_address.next = self.replay.q.val() + 1;
+            self.payload.read_address.next = self.replay.q.val() + 1;
+        }
+
+        // MPA receive, reset before each segment, into the host queue.
+        self.mpa_rx.reset.next = self.reset.val() | (self.control.q.val() == Control::RxMpaStart);
+        self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
+        self.mpa_rx.in_data.next = self.payload.read_data.val();
+        self.mpa_rx.in_keep.next = 0xFF.into();
+        if self.replay_is_last.val() {
+            self.mpa_rx.in_keep.next = self.payload_last_keep.q.val();
+        }
+        self.mpa_rx.in_last.next = self.replay_is_last.val();
+        self.mpa_rx.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
+        self.host_queue.in_data.next = self.mpa_rx.ulpdu_data.val();
+        self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
+        self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
+        self.host_queue.in_good.next = self.mpa_rx.ulpdu_good.val();
+        self.host_queue.in_tag.next = self.ctx_addr.q.val();
+        self.host_queue.in_valid.next = self.mpa_rx.ulpdu_valid.val();
+        self.mpa_rx.ulpdu_ready.next = self.host_queue.in_ready.val();
+        if self.mpa_rx.ulpdu_valid.val()
+            & self.host_queue.in_ready.val()
+            & self.mpa_rx.ulpdu_last.val()
+            & self.mpa_rx.ulpdu_good.val()
+        {
+            self.fpdus_in.d.next = self.fpdus_in.q.val() + 1;
+        }
+        self.host_rx_data.next = self.host_queue.out_data.val();
+        self.host_rx_keep.next = self.host_queue.out_keep.val();
+        self.host_rx_last.next = self.host_queue.out_last.val();
+        self.host_rx_valid.next = self.host_queue.out_valid.val();
+        self.host_rx_index.next = self.host_queue.out_tag.val();
+        self.host_queue.out_ready.next = self.host_rx_ready.val();
+
+        // Raw frames into the firmware queue.
+        self.firmware_queue.in_data.next = self.raw.read_data.val();
+        self.firmware_queue.in_keep.next = 0xFF.into();
+        if self.replay_is_last.val() {
+            self.firmware_queue.in_keep.next = self.raw_last_keep.q.val();
+        }
+        self.firmware_queue.in_last.next = self.replay_is_last.val();
+        self.firmware_queue.in_good.next = true;
+        self.firmware_queue.in_tag.next = 0.into();
+        self.firmware_queue.in_valid.next = self.control.q.val() == Control::RxFirmwareCopy;
+        self.fw_rx_data.next = self.firmware_queue.out_data.val();
+        self.fw_rx_keep.next = self.firmware_queue.out_keep.val();
+        self.fw_rx_last.next = self.firmware_queue.out_last.val();
+        self.fw_rx_valid.next = self.firmware_queue.out_valid.val();
+        self.firmware_queue.out_ready.next = self.fw_rx_ready.val();
+
+        // The segment builder: one descriptor from the working context.
+        self.builder.desc_src_mac.next = self.w_macs.q.val().get_bits::<48>(48);
+        self.builder.desc_dst_mac.next = self.w_macs.q.val().get_bits::<48>(0);
+        self.builder.desc_src_ip.next = self.w_tuple.q.val().get_bits::<32>(64);
+        self.builder.desc_dst_ip.next = self.w_tuple.q.val().get_bits::<32>(16);
+        self.builder.desc_src_port.next = self.w_tuple.q.val().get_bits::<16>(48);
+        self.builder.desc_dst_port.next = self.w_tuple.q.val().get_bits::<16>(0);
+        self.builder.desc_seq.next = self.w_seqs.q.val().get_bits::<32>(32);
+        self.builder.desc_ack.next = self.w_seqs.q.val().get_bits::<32>(0);
+        self.builder.desc_flags.next = self.w_flags.q.val();
+        self.builder.desc_window.next = 0xFFFF.into();
+        self.builder.desc_payload_len.next = self.w_len.q.val();
+        self.builder.desc_valid.next = (self.control.q.val() == Control::RxAck)
+            | (self.control.q.val() == Control::TxDescriptor);
+        // Host ULPDUs through the MPA framer into the builder.
+        self.framer.ulpdu_data.next = self.host_tx_data.val();
+        self.framer.ulpdu_keep.next = self.host_tx_keep.val();
+        self.framer.ulpdu_last.next = self.host_tx_last.val();
+        self.framer.ulpdu_len.next = self.tx_len.q.val();
+        self.framer.ulpdu_valid.next =
+            self.host_tx_valid.val() & (self.control.q.val() == Control::TxStream);
+        self.builder.payload_data.next = self.framer.fpdu_data.val();
+        self.builder.payload_keep.next = self.framer.fpdu_keep.val();
+        self.builder.payload_last.next = self.framer.fpdu_last.val();
+        self.builder.payload_valid.next = self.framer.fpdu_valid.val();
+        self.framer.fpdu_ready.next = self.builder.payload_ready.val();
+
+        // Whole frames from the firmware (first) or the builder into checksum insertion.
+        self.tx_grant.next = self.tx_source.q.val();
+        if self.tx_source.q.val() == TxSource::None {
+            if self.fw_tx_valid.val() {
+                self.tx_grant.next = TxSource::Firmware;
+            } else if self.builder.frame_valid.val() {
+                self.tx_grant.next = TxSource::Builder;
+            }
+        }
+        self.checksums.in_data.next = self.builder.frame_data.val();
+        self.checksums.in_keep.next = self.builder.frame_keep.val();
+        self.checksums.in_last.next = self.builder.frame_last.val();
+        self.checksums.in_valid.next =
+            self.builder.frame_valid.val() & (self.tx_grant.val() == TxSource::Builder);
+        if self.tx_grant.val() == TxSource::Firmware {
+            self.checksums.in_data.next = self.fw_tx_data.val();
+            self.checksums.in_keep.next = self.fw_tx_keep.val();
+            self.checksums.in_last.next = self.fw_tx_last.val();
+            self.checksums.in_valid.next = self.fw_tx_valid.val();
+        }
+        self.fw_tx_ready.next =
+            self.checksums.in_ready.val() & (self.tx_grant.val() == TxSource::Firmware);
+        self.builder.frame_ready.next =
+            self.checksums.in_ready.val() & (self.tx_grant.val() == TxSource::Builder);
+        if self.checksums.in_valid.val() & self.checksums.in_ready.val() {
+            if self.checksums.in_last.val() {
+                self.tx_source.d.next = TxSource::None;
+            } else {
+                self.tx_source.d.next = self.tx_grant.val();
+            }
+        }
+        self.net_tx_data.next = self.checksums.out_data.val();
+        self.net_tx_keep.next = self.checksums.out_keep.val();
+        self.net_tx_last.next = self.checksums.out_last.val();
+        self.net_tx_valid.next = self.checksums.out_valid.val();
+        self.checksums.out_ready.next = self.net_tx_ready.val();
+        if self.checksums.out_valid.val() & self.net_tx_ready.val() & self.checksums.out_last.val()
+        {
+            self.frames_out.d.next = self.frames_out.q.val() + 1;
+        }
+
+        // The event register.
+        if self.event_q.q.val() & self.event_ready.val() {
+            self.event_q.d.next = false;
+        }
+
+        // ---- The controller ----
+        match self.control.q.val() {
+            Control::Clear => {
+                self.ctx_misc.write_address.next =
+                    bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
+                self.ctx_misc.write_data.next = 0.into();
+                self.ctx_misc.write_enable.next = self.clear_range.in_range.val();
+                if self.clear_range.in_range.val() {
+                    self.clear_index.d.next = self.clear_index.q.val() + 1;
+                } else if !self.flows.busy.val() {
+                    self.control.d.next = Control::Idle;
+                }
+            }
+            Control::Idle => {
+                if self.ctx_valid.val() {
+                    self.cmd_op.d.next = self.ctx_op.val();
+                    self.ctx_addr.d.next = self.ctx_index.val();
+                    self.w_tuple.d.next = (bit_cast::<96, 32>(self.ctx_local_ip.val()) << 64)
+                        | (bit_cast::<96, 16>(self.ctx_local_port.val()) << 48)
+                        | (bit_cast::<96, 32>(self.ctx_remote_ip.val()) << 16)
+                        | bit_cast::<96, 16>(self.ctx_remote_port.val());
+                    self.w_macs.d.next = (bit_cast::<96, 48>(self.ctx_local_mac.val()) << 48)
+                        | bit_cast::<96, 48>(self.ctx_remote_mac.val());
+                    self.w_seqs.d.next = (bit_cast::<96, 32>(self.ctx_snd_una.val()) << 64)
+                        | (bit_cast::<96, 32>(self.ctx_snd_nxt.val()) << 32)
+                        | bit_cast::<96, 32>(self.ctx_rcv_nxt.val());
+                    self.w_misc.d.next = bit_cast::<MISC_BITS, 16>(self.ctx_mss.val())
+                        | (bit_cast::<MISC_BITS, 16>(self.ctx_peer_window.val()) << 16)
+                        | (bit_cast::<MISC_BITS, 8>(self.ctx_peer_window_shift.val()) << 32)
+                        | (bit_cast::<MISC_BITS, 8>(self.ctx_local_window_shift.val()) << 40)
+                        | (bit_cast::<MISC_BITS, 1>(self.ctx_crc.val().into()) << 48)
+                        | (bit_cast::<MISC_BITS, 1>(self.ctx_rtr_expected.val().into()) << 49)
+                        | (bit_cast::<MISC_BITS, 1>(true.into()) << 51);
+                    if self.cmd_range.in_range.val() {
+                        self.control.d.next = Control::CmdRead;
+                    } else {
+                        self.done_q.d.next = true;
+                        self.status_q.d.next = false;
+                    }
+                } else if self.ingest.q.val() == Ingest::Held {
+                    self.control.d.next = Control::RxLookup;
+                } else if self.host_tx_valid.val() {
+                    self.tx_len.d.next = self.host_tx_len.val();
+                    self.ctx_addr.d.next = self.host_tx_index.val();
+                    if self.tx_range.in_range.val() {
+                        self.control.d.next = Control::TxContext;
+                    } else {
+                        self.host_refused.d.next = self.host_refused.q.val() + 1;
+                        self.control.d.next = Control::TxDrop;
+                    }
+                }
+            }
+            Control::CmdRead => {
+                self.control.d.next = Control::CmdAct;
+            }
+            Control::CmdAct => {
+                self.control.d.next = Control::Idle;
+                self.done_q.d.next = true;
+                self.status_q.d.next = self.ctx_misc.read_data.val().get_bit(51);
+                if self.cmd_op.q.val() == 0 {
+                    // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
+                    self.ctx_tuple.write_enable.next = true;
+                    self.ctx_macs.write_enable.next = true;
+                    self.ctx_seqs.write_enable.next = true;
+                    self.ctx_misc.write_enable.next = true;
+                    if self.ctx_misc.read_data.val().get_bit(51)
+                        & self.ctx_misc.read_data.val().get_bit(50)
+                        & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
+                    {
+                        self.ctx_misc.write_data.next =
+                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
+                    }
+                    self.flows.cmd_valid.next = true;
+                    self.done_q.d.next = false;
+                    self.control.d.next = Control::CmdTable;
+                }
+                if self.cmd_op.q.val() == 1 {
+                    self.rd_tuple.d.next = self.ctx_tuple.read_data.val();
+                    self.rd_macs.d.next = self.ctx_macs.read_data.val();
+                    self.rd_seqs.d.next = self.ctx_seqs.read_data.val();
+                    self.rd_misc.d.next = self.ctx_misc.read_data.val();
+                }
+                if (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51) {
+                    self.ctx_misc.write_data.next = 0.into();
+                    self.ctx_misc.write_enable.next = true;
+                    self.flows.cmd_valid.next = true;
+                    self.done_q.d.next = false;
+                    self.control.d.next = Control::CmdTable;
+                }
+                if self.cmd_op.q.val() == 3 {
+                    self.status_q.d.next = false;
+                }
+            }
+            Control::CmdTable => {
+                if self.flows.done.val() {
+                    self.done_q.d.next = true;
+                    if self.cmd_op.q.val() == 0 {
+                        self.status_q.d.next = !self.flows.done_full.val();
+                    }
+                    self.control.d.next = Control::Idle;
+                }
+            }
+            Control::RxLookup => {
+                if self.parser.seg_dst_ip.val() != self.local_ip.val() {
+                    self.not_for_us.d.next = self.not_for_us.q.val() + 1;
+                    self.frame_released.next = true;
+                    self.control.d.next = Control::Idle;
+                } else {
+                    self.flows.lookup_valid.next = true;
+                    if self.flows.lookup_ready.val() {
+                        self.control.d.next = Control::RxLookupWait;
+                    }
+                }
+            }
+            Control::RxLookupWait => {
+                if self.flows.result_valid.val() {
+                    if self.flows.result_hit.val() {
+                        self.ctx_addr.d.next = self.flows.result_index.val();
+                        self.control.d.next = Control::RxContext;
+                    } else {
+                        self.control.d.next = Control::RxFirmwareStart;
+                    }
+                }
+            }
+            Control::RxContext => {
+                self.control.d.next = Control::RxDecide;
+            }
+            Control::RxDecide => {
+                self.w_tuple.d.next = self.ctx_tuple.read_data.val();
+                self.w_macs.d.next = self.ctx_macs.read_data.val();
+                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
+                    | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
+                    | bit_cast::<96, 32>(self.new_rcv_nxt.val());
+                self.w_misc.d.next = self.new_misc.val();
+                self.w_flags.d.next = 0x10.into();
+                self.w_len.d.next = 0.into();
+                self.max_ulpdu.d.next = 0.into();
+                if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
+                    self.max_ulpdu.d.next =
+                        ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
+                }
+                if !self.ctx_misc.read_data.val().get_bit(51)
+                    | self.ctx_misc.read_data.val().get_bit(49)
+                    | self.parser.seg_flags.val().get_bit(2)
+                {
+                    self.control.d.next = Control::RxFirmwareStart;
+                } else {
+                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.val())
+                        << 64)
+                        | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
+                        | bit_cast::<96, 32>(self.new_rcv_nxt.val());
+                    self.ctx_seqs.write_enable.next = true;
+                    self.ctx_misc.write_data.next = self.new_misc.val();
+                    self.ctx_misc.write_enable.next = true;
+                    if self.duplicate.val() {
+                        self.duplicates.d.next = self.duplicates.q.val() + 1;
+                    }
+                    self.rx_firmware_after.d.next = self.parser.seg_flags.val().get_bit(0);
+                    if self.has_payload.val() & !self.in_order.val() & !self.duplicate.val() {
+                        self.out_of_order.d.next = self.out_of_order.q.val() + 1;
+                        self.rx_firmware_after.d.next = false;
+                    }
+                    if self.in_order.val() & !self.ctx_misc.read_data.val().get_bit(50) {
+                        self.control.d.next = Control::RxMpaStart;
+                    } else if self.has_payload.val() {
+                        self.control.d.next = Control::RxAck;
+                    } else if self.parser.seg_flags.val().get_bit(0) {
+                        self.control.d.next = Control::RxFirmwareStart;
+                    } else {
+                        self.frame_released.next = true;
+                        self.control.d.next = Control::Idle;
+                    }
+                }
+            }
+            Control::RxMpaStart => {
+                self.replay.d.next = 0.into();
+                self.payload.read_address.next = 0.into();
+                self.control.d.next = Control::RxMpaFeed;
+            }
+            Control::RxMpaFeed => {
+                if self.replay_take.val() & self.replay_is_last.val() {
+                    self.control.d.next = Control::RxMpaDrain;
+                }
+            }
+            Control::RxMpaDrain => {
+                // Every ULPDU beat of the segment is in mpa_rx's output queue by now.
+                if !self.mpa_rx.ulpdu_valid.val() {
+                    self.control.d.next = Control::RxAck;
+                    if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
+                        self.w_misc.d.next =
+                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
+                        self.ctx_misc.write_data.next =
+                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
+                        self.ctx_misc.write_enable.next = true;
+                        if self.mpa_rx.crc_error.val() {
+                            self.crc_errors.d.next = self.crc_errors.q.val() + 1;
+                        } else {
+                            self.length_errors.d.next = self.length_errors.q.val() + 1;
+                        }
+                        self.control.d.next = Control::RxEvent;
+                    }
+                }
+            }
+            Control::RxEvent => {
+                if !self.event_q.q.val() {
+                    self.event_q.d.next = true;
+                    self.event_index_q.d.next = self.ctx_addr.q.val();
+                    self.event_crc_q.d.next = self.mpa_rx.crc_error.val();
+                    self.control.d.next = Control::RxAck;
+                }
+            }
+            Control::RxAck => {
+                if self.builder.desc_ready.val() {
+                    self.acks_sent.d.next = self.acks_sent.q.val() + 1;
+                    if self.rx_firmware_after.q.val() {
+                        self.control.d.next = Control::RxFirmwareStart;
+                    } else {
+                        self.frame_released.next = true;
+                        self.control.d.next = Control::Idle;
+                    }
+                }
+            }
+            Control::RxFirmwareStart => {
+                self.replay.d.next = 0.into();
+                self.raw.read_address.next = 0.into();
+                self.to_firmware.d.next = self.to_firmware.q.val() + 1;
+                self.control.d.next = Control::RxFirmwareCopy;
+            }
+            Control::RxFirmwareCopy => {
+                if self.replay_take.val() & self.replay_is_last.val() {
+                    self.frame_released.next = true;
+                    self.control.d.next = Control::Idle;
+                }
+            }
+            Control::TxContext => {
+                self.control.d.next = Control::TxDecide;
+            }
+            Control::TxDecide => {
+                if self.tx_refused.val() {
+                    self.host_refused.d.next = self.host_refused.q.val() + 1;
+                    self.control.d.next = Control::TxDrop;
+                } else {
+                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val())
+                        << 64)
+                        | (bit_cast::<96, 32>(self.seq_snd_nxt.val() + self.fpdu_len.val()) << 32)
+                        | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
+                    self.ctx_seqs.write_enable.next = true;
+                    self.w_tuple.d.next = self.ctx_tuple.read_data.val();
+                    self.w_macs.d.next = self.ctx_macs.read_data.val();
+                    self.w_seqs.d.next = self.ctx_seqs.read_data.val();
+                    self.w_flags.d.next = 0x18.into();
+                    self.w_len.d.next = bit_cast::<16, 32>(self.fpdu_len.val());
+                    self.control.d.next = Control::TxDescriptor;
+                }
+            }
+            Control::TxDescriptor => {
+                if self.builder.desc_ready.val() {
+                    self.fpdus_out.d.next = self.fpdus_out.q.val() + 1;
+                    self.control.d.next = Control::TxStream;
+                }
+            }
+            Control::TxStream => {
+                self.host_tx_ready.next = self.framer.ulpdu_ready.val();
+                if self.host_tx_valid.val()
+                    & self.framer.ulpdu_ready.val()
+                    & self.host_tx_last.val()
+                {
+                    self.control.d.next = Control::Idle;
+                }
+            }
+            Control::TxDrop => {
+                self.host_tx_ready.next = true;
+                if self.host_tx_valid.val() & self.host_tx_last.val() {
+                    self.control.d.next = Control::Idle;
+                }
+            }
+        }
+
+        // The held frame is done with, or the parser dropped the frame outright.
+        if self.frame_released.val() | self.parser.frame_unseen.val() {
+            self.ingest.d.next = Ingest::Take;
+            self.raw_wr.d.next = 0.into();
+            self.payload_wr.d.next = 0.into();
+        }
+
+        if self.reset.val() {
+            self.control.d.next = Control::Clear;
+            self.clear_index.d.next = 0.into();
+            self.ingest.d.next = Ingest::Take;
+            self.raw_wr.d.next = 0.into();
+            self.payload_wr.d.next = 0.into();
+            self.event_q.d.next = false;
+            self.done_q.d.next = false;
+            self.tx_source.d.next = TxSource::None;
+            self.frames_in.d.next = 0.into();
+            self.frames_out.d.next = 0.into();
+            self.not_for_us.d.next = 0.into();
+            self.to_firmware.d.next = 0.into();
+            self.out_of_order.d.next = 0.into();
+            self.duplicates.d.next = 0.into();
+            self.acks_sent.d.next = 0.into();
+            self.fpdus_in.d.next = 0.into();
+            self.fpdus_out.d.next = 0.into();
+            self.crc_errors.d.next = 0.into();
+            self.length_errors.d.next = 0.into();
+            self.host_refused.d.next = 0.into();
+        }
+
+        // Outputs.
+        self.ctx_done.next = self.done_q.q.val();
+        self.ctx_status.next = self.status_q.q.val();
+        self.rd_local_ip.next = self.rd_tuple.q.val().get_bits::<32>(64);
+        self.rd_local_port.next = self.rd_tuple.q.val().get_bits::<16>(48);
+        self.rd_remote_ip.next = self.rd_tuple.q.val().get_bits::<32>(16);
+        self.rd_remote_port.next = self.rd_tuple.q.val().get_bits::<16>(0);
+        self.rd_local_mac.next = self.rd_macs.q.val().get_bits::<48>(48);
+        self.rd_remote_mac.next = self.rd_macs.q.val().get_bits::<48>(0);
+        self.rd_snd_una.next = self.rd_seqs.q.val().get_bits::<32>(64);
+        self.rd_snd_nxt.next = self.rd_seqs.q.val().get_bits::<32>(32);
+        self.rd_rcv_nxt.next = self.rd_seqs.q.val().get_bits::<32>(0);
+        self.rd_mss.next = self.rd_misc.q.val().get_bits::<16>(0);
+        self.rd_peer_window.next = self.rd_misc.q.val().get_bits::<16>(16);
+        self.rd_peer_window_shift.next = self.rd_misc.q.val().get_bits::<8>(32);
+        self.rd_local_window_shift.next = self.rd_misc.q.val().get_bits::<8>(40);
+        self.rd_crc.next = self.rd_misc.q.val().get_bit(48);
+        self.rd_rtr_expected.next = self.rd_misc.q.val().get_bit(49);
+        self.event_valid.next = self.event_q.q.val();
+        self.event_index.next = self.event_index_q.q.val();
+        self.event_crc.next = self.event_crc_q.q.val();
+        self.cnt_frames_in.next = self.frames_in.q.val();
+        self.cnt_frames_out.next = self.frames_out.q.val();
+        self.cnt_bad_checksum.next = self.parser.dropped_bad_checksum.val();
+        self.cnt_oversized.next = self.parser.dropped_oversized.val();
+        self.cnt_malformed.next = self.parser.dropped_malformed.val();
+        self.cnt_not_tcp.next = self.parser.dropped_not_tcp.val();
+        self.cnt_not_for_us.next = self.not_for_us.q.val();
+        self.cnt_to_firmware.next = self.to_firmware.q.val();
+        self.cnt_out_of_order.next = self.out_of_order.q.val();
+        self.cnt_duplicates.next = self.duplicates.q.val();
+        self.cnt_acks_sent.next = self.acks_sent.q.val();
+        self.cnt_fpdus_in.next = self.fpdus_in.q.val();
+        self.cnt_fpdus_out.next = self.fpdus_out.q.val();
+        self.cnt_crc_errors.next = self.crc_errors.q.val();
+        self.cnt_length_errors.next = self.length_errors.q.val();
+        self.cnt_host_refused.next = self.host_refused.q.val();
+        self.cnt_insert_full.next = self.flows.insert_full_count.val();
+    }
+}

@@ -1,0 +1,437 @@
+//! `nic_top` on a directed scenario, RustHDL and Verilator in lock step: a flow written
+//! through the register window, FPDUs received (delivered, acknowledged), a ULPDU sent,
+//! a frame of an unknown flow to the firmware, a corrupted FPDU (event, flow failed),
+//! the context read back and removed. The testbench's conformance suite holds the top
+//! to the behavioural model on random sequences; this is the block's own check.
+
+use std::collections::VecDeque;
+
+use iwnic_hdl::nic_top::SimNicTop;
+use iwnic_proto::fpdu::FpduRepr;
+use iwnic_proto::net::{Checksums, SegmentOut};
+use iwnic_proto::smoltcp_wire::TcpControl;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::dut::{dut, lockstep, Bench, Timing};
+use crate::stream::{beats, kept_bytes, Beat};
+
+dut! {
+    SimNicTop, verilated as "nic_top",
+    inputs {
+        reset, local_ip,
+        net_rx_data, net_rx_keep, net_rx_last, net_rx_valid, net_tx_ready,
+        fw_rx_ready, fw_tx_data, fw_tx_keep, fw_tx_last, fw_tx_valid,
+        ctx_op, ctx_valid, ctx_index, ctx_local_ip, ctx_local_port, ctx_remote_ip,
+        ctx_remote_port, ctx_local_mac, ctx_remote_mac, ctx_snd_una, ctx_snd_nxt,
+        ctx_rcv_nxt, ctx_peer_window, ctx_peer_window_shift, ctx_local_window_shift,
+        ctx_mss, ctx_crc, ctx_rtr_expected,
+        event_ready,
+        host_tx_data, host_tx_keep, host_tx_last, host_tx_valid, host_tx_index,
+        host_tx_len, host_rx_ready,
+    }
+    outputs {
+        net_rx_ready, net_tx_data, net_tx_keep, net_tx_last, net_tx_valid,
+        fw_rx_data, fw_rx_keep, fw_rx_last, fw_rx_valid, fw_tx_ready,
+        ctx_ready, ctx_done, ctx_status,
+        rd_local_ip, rd_local_port, rd_remote_ip, rd_remote_port, rd_local_mac,
+        rd_remote_mac, rd_snd_una, rd_snd_nxt, rd_rcv_nxt, rd_peer_window, rd_mss,
+        rd_rtr_expected,
+        event_valid, event_index, event_crc,
+        host_tx_ready, host_rx_data, host_rx_keep, host_rx_last, host_rx_valid,
+        host_rx_index,
+        cnt_frames_in, cnt_frames_out, cnt_to_firmware, cnt_acks_sent, cnt_fpdus_in,
+        cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us,
+    }
+}
+
+const LOCAL_IP: [u8; 4] = [10, 0, 0, 2];
+const REMOTE_IP: [u8; 4] = [10, 0, 0, 1];
+const LOCAL_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x0B];
+const REMOTE_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x0A];
+const LOCAL_PORT: u16 = 4791;
+const REMOTE_PORT: u16 = 50_000;
+const INDEX: u16 = 5;
+const MSS: u16 = 1460;
+
+fn mac(bytes: [u8; 6]) -> u64 {
+    bytes.iter().fold(0, |acc, b| acc << 8 | u64::from(*b))
+}
+
+/// A context as the register window takes it.
+#[derive(Clone, Copy)]
+struct Context {
+    snd_nxt: u32,
+    rcv_nxt: u32,
+    rtr_expected: bool,
+}
+
+enum Op {
+    /// `ctx_op` 0/1/2 at `INDEX`.
+    Command(u64, Context),
+    Frame(Vec<u8>),
+    Ulpdu(u16, Vec<u8>),
+    /// Let the datapath finish.
+    Idle(u32),
+}
+
+/// What came out.
+#[derive(Default)]
+struct Seen {
+    to_network: Vec<Vec<u8>>,
+    to_firmware: Vec<Vec<u8>>,
+    to_host: Vec<(u16, Vec<u8>)>,
+    events: Vec<(u16, bool)>,
+    /// Command results: status, and (snd_nxt, rcv_nxt) of a read.
+    commands: Vec<(bool, u32, u32)>,
+    counters: Outputs,
+}
+
+struct Scenario {
+    ops: VecDeque<Op>,
+    reset_cycles: u32,
+    net: VecDeque<Beat>,
+    host: VecDeque<(Beat, u16, u16)>,
+    command: Option<(u64, Context)>,
+    command_taken: bool,
+    idle: u32,
+    rng: StdRng,
+    seen: Seen,
+    net_frame: Vec<u8>,
+    fw_frame: Vec<u8>,
+    host_ulpdu: Vec<u8>,
+    cycles: u64,
+}
+
+impl Scenario {
+    fn new(ops: Vec<Op>) -> Scenario {
+        Scenario {
+            ops: ops.into(),
+            reset_cycles: 2,
+            net: VecDeque::new(),
+            host: VecDeque::new(),
+            command: None,
+            command_taken: false,
+            idle: 0,
+            rng: StdRng::seed_from_u64(7),
+            seen: Seen::default(),
+            net_frame: vec![],
+            fw_frame: vec![],
+            host_ulpdu: vec![],
+            cycles: 0,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.command.is_some() || !self.net.is_empty() || !self.host.is_empty() || self.idle > 0
+    }
+}
+
+impl Bench<Inputs, Outputs> for Scenario {
+    fn inputs(&mut self) -> Option<Inputs> {
+        self.cycles += 1;
+        assert!(self.cycles < 200_000, "the scenario does not finish");
+        let mut inputs = Inputs {
+            local_ip: u64::from(u32::from_be_bytes(LOCAL_IP)),
+            net_tx_ready: 1,
+            fw_rx_ready: 1,
+            event_ready: 1,
+            host_rx_ready: 1,
+            ..Inputs::default()
+        };
+        if self.reset_cycles > 0 {
+            self.reset_cycles -= 1;
+            inputs.reset = 1;
+            return Some(inputs);
+        }
+        while !self.busy() {
+            match self.ops.pop_front()? {
+                Op::Command(op, ctx) => {
+                    self.command = Some((op, ctx));
+                    self.command_taken = false;
+                }
+                Op::Frame(frame) => self.net.extend(beats(&frame, &mut self.rng)),
+                Op::Ulpdu(index, ulpdu) => {
+                    let len = ulpdu.len() as u16;
+                    self.host.extend(
+                        beats(&ulpdu, &mut self.rng)
+                            .into_iter()
+                            .map(|beat| (beat, index, len)),
+                    )
+                }
+                Op::Idle(cycles) => self.idle = cycles,
+            }
+        }
+        self.idle = self.idle.saturating_sub(1);
+        if let Some(beat) = self.net.front() {
+            inputs.net_rx_data = beat.data;
+            inputs.net_rx_keep = u64::from(beat.keep);
+            inputs.net_rx_last = u64::from(beat.last);
+            inputs.net_rx_valid = 1;
+        }
+        if let Some((beat, index, len)) = self.host.front() {
+            inputs.host_tx_data = beat.data;
+            inputs.host_tx_keep = u64::from(beat.keep);
+            inputs.host_tx_last = u64::from(beat.last);
+            inputs.host_tx_valid = 1;
+            inputs.host_tx_index = u64::from(*index);
+            inputs.host_tx_len = u64::from(*len);
+        }
+        if let (Some((op, ctx)), false) = (self.command, self.command_taken) {
+            inputs.ctx_op = op;
+            inputs.ctx_valid = 1;
+            inputs.ctx_index = u64::from(INDEX);
+            inputs.ctx_local_ip = u64::from(u32::from_be_bytes(LOCAL_IP));
+            inputs.ctx_local_port = u64::from(LOCAL_PORT);
+            inputs.ctx_remote_ip = u64::from(u32::from_be_bytes(REMOTE_IP));
+            inputs.ctx_remote_port = u64::from(REMOTE_PORT);
+            inputs.ctx_local_mac = mac(LOCAL_MAC);
+            inputs.ctx_remote_mac = mac(REMOTE_MAC);
+            inputs.ctx_snd_una = u64::from(ctx.snd_nxt);
+            inputs.ctx_snd_nxt = u64::from(ctx.snd_nxt);
+            inputs.ctx_rcv_nxt = u64::from(ctx.rcv_nxt);
+            inputs.ctx_peer_window = 65_535;
+            inputs.ctx_mss = u64::from(MSS);
+            inputs.ctx_crc = 1;
+            inputs.ctx_rtr_expected = u64::from(ctx.rtr_expected);
+        }
+        Some(inputs)
+    }
+
+    fn outputs(&mut self, inputs: &Inputs, out: &Outputs) {
+        if inputs.reset == 1 {
+            return;
+        }
+        if inputs.net_rx_valid == 1 && out.net_rx_ready == 1 {
+            self.net.pop_front();
+        }
+        if inputs.host_tx_valid == 1 && out.host_tx_ready == 1 {
+            self.host.pop_front();
+        }
+        if inputs.ctx_valid == 1 && out.ctx_ready == 1 {
+            self.command_taken = true;
+        }
+        if out.ctx_done == 1 {
+            assert!(self.command_taken, "ctx_done without a command");
+            self.seen.commands.push((
+                out.ctx_status == 1,
+                out.rd_snd_nxt as u32,
+                out.rd_rcv_nxt as u32,
+            ));
+            self.command = None;
+        }
+        let beat = |data: u64, keep: u64, last: u64| Beat {
+            data,
+            keep: keep as u8,
+            last: last == 1,
+        };
+        if out.net_tx_valid == 1 {
+            let b = beat(out.net_tx_data, out.net_tx_keep, out.net_tx_last);
+            self.net_frame.extend(kept_bytes(&b));
+            if b.last {
+                self.seen
+                    .to_network
+                    .push(std::mem::take(&mut self.net_frame));
+            }
+        }
+        if out.fw_rx_valid == 1 {
+            let b = beat(out.fw_rx_data, out.fw_rx_keep, out.fw_rx_last);
+            self.fw_frame.extend(kept_bytes(&b));
+            if b.last {
+                self.seen
+                    .to_firmware
+                    .push(std::mem::take(&mut self.fw_frame));
+            }
+        }
+        if out.host_rx_valid == 1 {
+            let b = beat(out.host_rx_data, out.host_rx_keep, out.host_rx_last);
+            self.host_ulpdu.extend(kept_bytes(&b));
+            if b.last {
+                let ulpdu = std::mem::take(&mut self.host_ulpdu);
+                self.seen.to_host.push((out.host_rx_index as u16, ulpdu));
+            }
+        }
+        if out.event_valid == 1 {
+            self.seen
+                .events
+                .push((out.event_index as u16, out.event_crc == 1));
+        }
+        self.seen.counters = *out;
+    }
+}
+
+/// A segment of the flow, from the peer (`inbound`) or from us.
+fn segment(inbound: bool, control: TcpControl, seq: u32, ack: u32, payload: &[u8]) -> Vec<u8> {
+    let (src, dst) = if inbound {
+        (
+            (REMOTE_MAC, REMOTE_IP, REMOTE_PORT),
+            (LOCAL_MAC, LOCAL_IP, LOCAL_PORT),
+        )
+    } else {
+        (
+            (LOCAL_MAC, LOCAL_IP, LOCAL_PORT),
+            (REMOTE_MAC, REMOTE_IP, REMOTE_PORT),
+        )
+    };
+    let seg = SegmentOut {
+        src_mac: src.0,
+        dst_mac: dst.0,
+        src_ip: src.1,
+        dst_ip: dst.1,
+        src_port: src.2,
+        dst_port: dst.2,
+        control,
+        seq,
+        ack: Some(ack),
+        window: u16::MAX,
+        syn_options: None,
+    };
+    let mut frame = vec![0; seg.buffer_len(payload.len())];
+    let len = seg.emit(payload, &mut frame, Checksums::Software).unwrap();
+    frame.truncate(len);
+    frame
+}
+
+fn fpdus(ulpdus: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![];
+    for ulpdu in ulpdus {
+        let repr = FpduRepr { ulpdu };
+        let mut fpdu = vec![0; repr.buffer_len()];
+        repr.emit(&mut fpdu).unwrap();
+        out.extend(fpdu);
+    }
+    out
+}
+
+fn run(ops: Vec<Op>) -> Seen {
+    let mut rusthdl = RustHdl::new(SimNicTop::default());
+    let mut verilated = Verilated::new(SimNicTop::default());
+    let mut scenario = Scenario::new(ops);
+    let timing: Timing = lockstep(&mut rusthdl, &mut verilated, &mut scenario);
+    timing.report("nic_top scenario");
+    scenario.seen
+}
+
+#[test]
+fn a_flow_end_to_end() {
+    const ISS: u32 = 1_000;
+    const IRS: u32 = 7_000;
+    let ctx = Context {
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: false,
+    };
+    let first: Vec<u8> = (0..100u8).collect();
+    let second: Vec<u8> = (0..13u8).map(|b| b ^ 0x5A).collect();
+    let data = fpdus(&[&first, &second]);
+    let sent: Vec<u8> = (0..37u8).collect();
+    let sent_fpdu = fpdus(&[&sent]);
+    let mut corrupt = fpdus(&[&second]);
+    corrupt[5] ^= 1;
+    let unknown_syn = segment_with_port(1234);
+    let rcv_after = IRS + data.len() as u32;
+    let seen = run(vec![
+        Op::Command(0, ctx),
+        Op::Frame(segment(true, TcpControl::Psh, IRS, ISS, &data)),
+        Op::Idle(100),
+        Op::Ulpdu(INDEX, sent.clone()),
+        Op::Idle(100),
+        Op::Ulpdu(INDEX + 1, sent.clone()),
+        Op::Idle(100),
+        Op::Frame(unknown_syn.clone()),
+        Op::Idle(100),
+        Op::Frame(segment(true, TcpControl::Psh, rcv_after, ISS, &corrupt)),
+        Op::Idle(100),
+        Op::Command(1, ctx),
+        Op::Command(2, ctx),
+        Op::Command(1, ctx),
+        Op::Idle(20),
+    ]);
+    let rcv_failed = rcv_after + corrupt.len() as u32;
+    let snd_after = ISS + sent_fpdu.len() as u32;
+    assert_eq!(seen.to_host, vec![(INDEX, first), (INDEX, second)]);
+    assert_eq!(
+        seen.to_network,
+        vec![
+            segment(false, TcpControl::None, ISS, rcv_after, &[]),
+            segment(false, TcpControl::Psh, ISS, rcv_after, &sent_fpdu),
+            segment(false, TcpControl::None, snd_after, rcv_failed, &[]),
+        ]
+    );
+    assert_eq!(seen.to_firmware, vec![unknown_syn]);
+    assert_eq!(seen.events, vec![(INDEX, true)]);
+    assert_eq!(
+        seen.commands,
+        vec![
+            (true, 0, 0),
+            (true, snd_after, rcv_failed),
+            (true, snd_after, rcv_failed),
+            (false, snd_after, rcv_failed),
+        ]
+    );
+    let c = seen.counters;
+    assert_eq!(
+        (
+            c.cnt_frames_in,
+            c.cnt_frames_out,
+            c.cnt_to_firmware,
+            c.cnt_acks_sent
+        ),
+        (3, 3, 1, 2)
+    );
+    assert_eq!(
+        (
+            c.cnt_fpdus_in,
+            c.cnt_fpdus_out,
+            c.cnt_crc_errors,
+            c.cnt_host_refused
+        ),
+        (2, 1, 1, 1)
+    );
+}
+
+/// A SYN from the peer's address on another port: no flow.
+fn segment_with_port(port: u16) -> Vec<u8> {
+    let seg = SegmentOut {
+        src_mac: REMOTE_MAC,
+        dst_mac: LOCAL_MAC,
+        src_ip: REMOTE_IP,
+        dst_ip: LOCAL_IP,
+        src_port: port,
+        dst_port: LOCAL_PORT,
+        control: TcpControl::Syn,
+        seq: 1,
+        ack: None,
+        window: u16::MAX,
+        syn_options: Some((1460, 7)),
+    };
+    let mut frame = vec![0; seg.buffer_len(0)];
+    let len = seg.emit(&[], &mut frame, Checksums::Software).unwrap();
+    frame.truncate(len);
+    frame
+}
+
+#[test]
+fn nic_top_lints_clean() {
+    use rust_hdl::prelude::*;
+    for (name, verilog) in [
+        ("lint-nic_top-ecp5", {
+            let mut uut = iwnic_hdl::nic_top::EcpNicTop::default();
+            uut.connect_all();
+            generate_verilog(&uut)
+        }),
+        ("lint-nic_top-sim", {
+            let mut uut = SimNicTop::default();
+            uut.connect_all();
+            generate_verilog(&uut)
+        }),
+    ] {
+        let waived: Vec<&str> = iwnic_hdl::verilator::WAIVERS
+            .iter()
+            .chain(iwnic_hdl::nic_top::TOP_WAIVERS)
+            .map(|(code, _)| *code)
+            .collect();
+        iwnic_hdl::verilator::lint_waiving(&verilog, &crate::dut::work_dir().join(name), &waived)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
