@@ -53,11 +53,14 @@
 //!
 //! # How it works
 //!
-//! **Receive** is store and forward, one frame at a time. While a frame arrives, its raw
-//! beats go into the raw buffer (for the firmware) and `tcp_rx`'s realigned payload into
-//! the payload buffer; the frame is *held* only when the parser's verdict is good (a
-//! late-failed frame, or one the parser drops outright, just frees the buffers — this is
-//! where the parser's good bit commits). The controller then looks the 4-tuple up in the
+//! **Receive** is store and forward in two banks: while the controller works on one
+//! frame, the next arrives into the other bank. As a frame arrives, its raw beats go
+//! into the raw buffer (for the firmware) and `tcp_rx`'s realigned payload into the
+//! payload buffer; the frame is *held* only when the parser's verdict is good (a
+//! late-failed frame, or one the parser drops outright, just frees the bank — this is
+//! where the parser's good bit commits). The controller takes a held frame (its bank
+//! and header fields, since the parser's move on with the next frame), looks the
+//! 4-tuple up in the
 //! flow table (latency 2), reads the flow's context (block RAM, latency 2 from the index)
 //! and decides as the model does:
 //!
@@ -110,8 +113,11 @@ pub const TOP_WAIVERS: &[(&str, &str)] = &[(
 
 /// Bits of the context word that is not addresses or sequence numbers.
 pub const MISC_BITS: usize = 52;
-/// Beats of the raw-frame and payload buffers (2 KiB each: a 1,518-byte frame is 190).
+/// Beats of one bank of the raw-frame and payload buffers (2 KiB each: a 1,518-byte
+/// frame is 190).
 pub const FRAME_BUFFER_BITS: usize = 8;
+/// Two banks of each: one frame arrives while the controller works on the other.
+pub const BANKED_BUFFER_BITS: usize = FRAME_BUFFER_BITS + 1;
 /// Beats of each of the firmware RX and host RX queues (4 KiB).
 pub const QUEUE_BITS: usize = 9;
 
@@ -302,8 +308,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // Blocks.
     parser: TcpRxParser,
-    raw: RAM<Bits<64>, FRAME_BUFFER_BITS>,
-    payload: RAM<Bits<64>, FRAME_BUFFER_BITS>,
+    raw: RAM<Bits<64>, BANKED_BUFFER_BITS>,
+    payload: RAM<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
     ctx_tuple: RAM<Bits<96>, INDEX_BITS>,
     ctx_macs: RAM<Bits<96>, INDEX_BITS>,
@@ -327,10 +333,28 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     payload_wr: DFF<Bits<FRAME_BUFFER_BITS>>,
     payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
     payload_last_keep: DFF<Bits<8>>,
+    /// The bank the arriving frame is written to.
+    in_bank: DFF<Bit>,
     /// A network beat is taken this cycle.
     net_take: Signal<Local, Bit>,
-    /// The controller is done with the held frame.
-    frame_released: Signal<Local, Bit>,
+    /// The controller takes the held frame (its bank and header fields) this cycle.
+    frame_taken: Signal<Local, Bit>,
+    /// The frame the controller works on: its bank, buffer ends and header fields
+    /// (the parser's fields move on with the next frame).
+    work_bank: DFF<Bit>,
+    w_raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    w_raw_last_keep: DFF<Bits<8>>,
+    w_payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    w_payload_last_keep: DFF<Bits<8>>,
+    w_src_ip: DFF<Bits<32>>,
+    w_dst_ip: DFF<Bits<32>>,
+    w_src_port: DFF<Bits<16>>,
+    w_dst_port: DFF<Bits<16>>,
+    w_seq: DFF<Bits<32>>,
+    w_ack: DFF<Bits<32>>,
+    w_seg_flags: DFF<Bits<5>>,
+    w_window: DFF<Bits<16>>,
+    w_payload_len: DFF<Bits<16>>,
 
     // The controller.
     control: DFF<Control>,
@@ -356,6 +380,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// Beat pointer for replaying a buffer.
     replay: DFF<Bits<FRAME_BUFFER_BITS>>,
     replay_take: Signal<Local, Bit>,
+    /// The beat the buffers read for next cycle.
+    replay_next: Signal<Local, Bits<FRAME_BUFFER_BITS>>,
     replay_is_last: Signal<Local, Bit>,
     /// The ULPDU limit of the flow being delivered.
     max_ulpdu: DFF<Bits<16>>,
@@ -430,6 +456,21 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             payload_wr,
             payload_last,
             payload_last_keep,
+            in_bank,
+            work_bank,
+            w_raw_last,
+            w_raw_last_keep,
+            w_payload_last,
+            w_payload_last_keep,
+            w_src_ip,
+            w_dst_ip,
+            w_src_port,
+            w_dst_port,
+            w_seq,
+            w_ack,
+            w_seg_flags,
+            w_window,
+            w_payload_len,
             control,
             clear_index,
             ctx_addr,
@@ -506,7 +547,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.net_rx_ready.next =
             self.parser.frame_ready.val() & (self.ingest.q.val() == Ingest::Take);
         self.net_take.next = self.net_rx_valid.val() & self.net_rx_ready.val();
-        self.raw.write_address.next = self.raw_wr.q.val();
+        self.raw.write_address.next =
+            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.in_bank.q.val().into()) << 8)
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.raw_wr.q.val());
         self.raw.write_data.next = self.net_rx_data.val();
         self.raw.write_enable.next = self.net_take.val();
         if self.net_take.val() {
@@ -523,7 +566,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
         }
         self.parser.payload_ready.next = true;
-        self.payload.write_address.next = self.payload_wr.q.val();
+        self.payload.write_address.next =
+            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.in_bank.q.val().into()) << 8)
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.payload_wr.q.val());
         self.payload.write_data.next = self.parser.payload_data.val();
         self.payload.write_enable.next = self.parser.payload_valid.val();
         if self.parser.payload_valid.val() {
@@ -542,8 +587,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
         }
-        self.frame_released.next = false;
-        // (Acted on after the controller, below.)
+        self.frame_taken.next = false;
 
         // ---- The controller's defaults ----
         self.ctx_ready.next = (self.control.q.val() == Control::Idle) & !self.reset.val();
@@ -572,10 +616,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
 
         // The flow table: lookups of the held frame's tuple (ours is the destination),
         // commands from the register window.
-        self.flows.lookup_local_ip.next = self.parser.seg_dst_ip.val();
-        self.flows.lookup_local_port.next = self.parser.seg_dst_port.val();
-        self.flows.lookup_remote_ip.next = self.parser.seg_src_ip.val();
-        self.flows.lookup_remote_port.next = self.parser.seg_src_port.val();
+        self.flows.lookup_local_ip.next = self.w_dst_ip.q.val();
+        self.flows.lookup_local_port.next = self.w_dst_port.q.val();
+        self.flows.lookup_remote_ip.next = self.w_src_ip.q.val();
+        self.flows.lookup_remote_port.next = self.w_src_port.q.val();
         self.flows.lookup_valid.next = false;
         if self.cmd_op.q.val() == 2 {
             self.cmd_tuple.next = self.ctx_tuple.read_data.val();
@@ -594,21 +638,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.seq_snd_una.next = self.ctx_seqs.read_data.val().get_bits::<32>(64);
         self.seq_snd_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(32);
         self.seq_rcv_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(0);
-        self.ack_past_una.next = self.parser.seg_ack.val() - self.seq_snd_una.val();
-        self.ack_past_nxt.next = self.parser.seg_ack.val() - self.seq_snd_nxt.val();
-        self.ack_moves.next = self.parser.seg_flags.val().get_bit(4)
+        self.ack_past_una.next = self.w_ack.q.val() - self.seq_snd_una.val();
+        self.ack_past_nxt.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
+        self.ack_moves.next = self.w_seg_flags.q.val().get_bit(4)
             & (self.ack_past_una.val() != 0)
             & !self.ack_past_una.val().get_bit(31)
             & ((self.ack_past_nxt.val() == 0) | self.ack_past_nxt.val().get_bit(31));
         self.new_snd_una.next = self.seq_snd_una.val();
         if self.ack_moves.val() {
-            self.new_snd_una.next = self.parser.seg_ack.val();
+            self.new_snd_una.next = self.w_ack.q.val();
         }
-        self.seq_offset.next = self.parser.seg_seq.val() - self.seq_rcv_nxt.val();
-        self.end_offset.next = self.parser.seg_seq.val()
-            + bit_cast::<32, 16>(self.parser.seg_payload_len.val())
+        self.seq_offset.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
+        self.end_offset.next = self.w_seq.q.val() + bit_cast::<32, 16>(self.w_payload_len.q.val())
             - self.seq_rcv_nxt.val();
-        self.has_payload.next = self.parser.seg_payload_len.val() != 0;
+        self.has_payload.next = self.w_payload_len.q.val() != 0;
         self.in_order.next = self.has_payload.val() & (self.seq_offset.val() == 0);
         self.duplicate.next = self.has_payload.val()
             & self.seq_offset.val().get_bit(31)
@@ -616,13 +659,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
         if self.in_order.val() {
             self.new_rcv_nxt.next =
-                self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.parser.seg_payload_len.val());
+                self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
         }
         self.new_misc.next = self.ctx_misc.read_data.val();
-        if self.parser.seg_flags.val().get_bit(4) {
+        if self.w_seg_flags.q.val().get_bit(4) {
             self.new_misc.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
                 | (self.ctx_misc.read_data.val() & 0xFFFF)
-                | (bit_cast::<MISC_BITS, 16>(self.parser.seg_window.val()) << 16);
+                | (bit_cast::<MISC_BITS, 16>(self.w_window.q.val()) << 16);
         }
         // A host ULPDU's FPDU: length, PAD and CRC (valid in TxDecide).
         self.fpdu_len.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
@@ -636,20 +679,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // RAM is addressed one beat ahead when a beat is taken, so it streams a beat per
         // cycle.
         self.replay_take.next = false;
-        self.replay_is_last.next = self.replay.q.val() == self.payload_last.q.val();
+        self.replay_is_last.next = self.replay.q.val() == self.w_payload_last.q.val();
         if self.control.q.val() == Control::RxFirmwareCopy {
-            self.replay_is_last.next = self.replay.q.val() == self.raw_last.q.val();
+            self.replay_is_last.next = self.replay.q.val() == self.w_raw_last.q.val();
             self.replay_take.next = self.firmware_queue.in_ready.val();
         }
         if self.control.q.val() == Control::RxMpaFeed {
             self.replay_take.next = self.mpa_rx.in_ready.val();
         }
-        self.raw.read_address.next = self.replay.q.val();
-        self.payload.read_address.next = self.replay.q.val();
+        self.replay_next.next = self.replay.q.val();
         if self.replay_take.val() {
             self.replay.d.next = self.replay.q.val() + 1;
-            self.raw.read_address.next = self.replay.q.val() + 1;
-            self.payload.read_address.next = self.replay.q.val() + 1;
+            self.replay_next.next = self.replay.q.val() + 1;
         }
 
         // MPA receive, reset before each segment, into the host queue.
@@ -658,7 +699,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.mpa_rx.in_data.next = self.payload.read_data.val();
         self.mpa_rx.in_keep.next = 0xFF.into();
         if self.replay_is_last.val() {
-            self.mpa_rx.in_keep.next = self.payload_last_keep.q.val();
+            self.mpa_rx.in_keep.next = self.w_payload_last_keep.q.val();
         }
         self.mpa_rx.in_last.next = self.replay_is_last.val();
         self.mpa_rx.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
@@ -687,7 +728,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.firmware_queue.in_data.next = self.raw.read_data.val();
         self.firmware_queue.in_keep.next = 0xFF.into();
         if self.replay_is_last.val() {
-            self.firmware_queue.in_keep.next = self.raw_last_keep.q.val();
+            self.firmware_queue.in_keep.next = self.w_raw_last_keep.q.val();
         }
         self.firmware_queue.in_last.next = self.replay_is_last.val();
         self.firmware_queue.in_good.next = true;
@@ -812,6 +853,21 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.status_q.d.next = false;
                     }
                 } else if self.ingest.q.val() == Ingest::Held {
+                    self.frame_taken.next = true;
+                    self.work_bank.d.next = self.in_bank.q.val();
+                    self.w_raw_last.d.next = self.raw_last.q.val();
+                    self.w_raw_last_keep.d.next = self.raw_last_keep.q.val();
+                    self.w_payload_last.d.next = self.payload_last.q.val();
+                    self.w_payload_last_keep.d.next = self.payload_last_keep.q.val();
+                    self.w_src_ip.d.next = self.parser.seg_src_ip.val();
+                    self.w_dst_ip.d.next = self.parser.seg_dst_ip.val();
+                    self.w_src_port.d.next = self.parser.seg_src_port.val();
+                    self.w_dst_port.d.next = self.parser.seg_dst_port.val();
+                    self.w_seq.d.next = self.parser.seg_seq.val();
+                    self.w_ack.d.next = self.parser.seg_ack.val();
+                    self.w_seg_flags.d.next = self.parser.seg_flags.val();
+                    self.w_window.d.next = self.parser.seg_window.val();
+                    self.w_payload_len.d.next = self.parser.seg_payload_len.val();
                     self.control.d.next = Control::RxLookup;
                 } else if self.host_tx_valid.val() {
                     self.tx_len.d.next = self.host_tx_len.val();
@@ -875,9 +931,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxLookup => {
-                if self.parser.seg_dst_ip.val() != self.local_ip.val() {
+                if self.w_dst_ip.q.val() != self.local_ip.val() {
                     self.not_for_us.d.next = self.not_for_us.q.val() + 1;
-                    self.frame_released.next = true;
                     self.control.d.next = Control::Idle;
                 } else {
                     self.flows.lookup_valid.next = true;
@@ -915,7 +970,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
                 if !self.ctx_misc.read_data.val().get_bit(51)
                     | self.ctx_misc.read_data.val().get_bit(49)
-                    | self.parser.seg_flags.val().get_bit(2)
+                    | self.w_seg_flags.q.val().get_bit(2)
                 {
                     self.control.d.next = Control::RxFirmwareStart;
                 } else {
@@ -929,7 +984,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     if self.duplicate.val() {
                         self.duplicates.d.next = self.duplicates.q.val() + 1;
                     }
-                    self.rx_firmware_after.d.next = self.parser.seg_flags.val().get_bit(0);
+                    self.rx_firmware_after.d.next = self.w_seg_flags.q.val().get_bit(0);
                     if self.has_payload.val() & !self.in_order.val() & !self.duplicate.val() {
                         self.out_of_order.d.next = self.out_of_order.q.val() + 1;
                         self.rx_firmware_after.d.next = false;
@@ -938,17 +993,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.control.d.next = Control::RxMpaStart;
                     } else if self.has_payload.val() {
                         self.control.d.next = Control::RxAck;
-                    } else if self.parser.seg_flags.val().get_bit(0) {
+                    } else if self.w_seg_flags.q.val().get_bit(0) {
                         self.control.d.next = Control::RxFirmwareStart;
                     } else {
-                        self.frame_released.next = true;
                         self.control.d.next = Control::Idle;
                     }
                 }
             }
             Control::RxMpaStart => {
                 self.replay.d.next = 0.into();
-                self.payload.read_address.next = 0.into();
+                self.replay_next.next = 0.into();
                 self.control.d.next = Control::RxMpaFeed;
             }
             Control::RxMpaFeed => {
@@ -989,20 +1043,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     if self.rx_firmware_after.q.val() {
                         self.control.d.next = Control::RxFirmwareStart;
                     } else {
-                        self.frame_released.next = true;
                         self.control.d.next = Control::Idle;
                     }
                 }
             }
             Control::RxFirmwareStart => {
                 self.replay.d.next = 0.into();
-                self.raw.read_address.next = 0.into();
+                self.replay_next.next = 0.into();
                 self.to_firmware.d.next = self.to_firmware.q.val() + 1;
                 self.control.d.next = Control::RxFirmwareCopy;
             }
             Control::RxFirmwareCopy => {
                 if self.replay_take.val() & self.replay_is_last.val() {
-                    self.frame_released.next = true;
                     self.control.d.next = Control::Idle;
                 }
             }
@@ -1050,8 +1102,19 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
         }
 
-        // The held frame is done with, or the parser dropped the frame outright.
-        if self.frame_released.val() | self.parser.frame_unseen.val() {
+        self.raw.read_address.next =
+            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_next.val());
+        self.payload.read_address.next =
+            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_next.val());
+
+        // The controller has taken the held frame, or the parser dropped the frame
+        // outright: the next frame goes to the free bank.
+        if self.frame_taken.val() {
+            self.in_bank.d.next = !self.in_bank.q.val();
+        }
+        if self.frame_taken.val() | self.parser.frame_unseen.val() {
             self.ingest.d.next = Ingest::Take;
             self.raw_wr.d.next = 0.into();
             self.payload_wr.d.next = 0.into();
@@ -1060,6 +1123,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.reset.val() {
             self.control.d.next = Control::Clear;
             self.clear_index.d.next = 0.into();
+            self.in_bank.d.next = false;
             self.ingest.d.next = Ingest::Take;
             self.raw_wr.d.next = 0.into();
             self.payload_wr.d.next = 0.into();

@@ -435,3 +435,47 @@ fn nic_top_lints_clean() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
+
+/// Frames back to back: the next one arrives while the controller works on the last, and
+/// each must still be steered with its own header fields.
+#[test]
+fn back_to_back_segments() {
+    const ISS: u32 = 50;
+    const IRS: u32 = u32::MAX - 300; // the receive sequence wraps on the way
+    let ctx = Context {
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: false,
+    };
+    let ulpdus: Vec<Vec<u8>> = (0..6u8)
+        .map(|i| {
+            (0..(40 + 97 * usize::from(i)))
+                .map(|b| b as u8 ^ i)
+                .collect()
+        })
+        .collect();
+    let mut ops = vec![Op::Command(0, ctx)];
+    let mut expected_acks = vec![];
+    let mut seq = IRS;
+    for pair in ulpdus.chunks(2) {
+        let payload = fpdus(&[&pair[0], &pair[1]]);
+        ops.push(Op::Frame(segment(
+            true,
+            TcpControl::Psh,
+            seq,
+            ISS,
+            &payload,
+        )));
+        ops.push(Op::Frame(segment_with_port(
+            2000u16.wrapping_add(seq as u16),
+        )));
+        seq = seq.wrapping_add(payload.len() as u32);
+        expected_acks.push(segment(false, TcpControl::None, ISS, seq, &[]));
+    }
+    ops.push(Op::Idle(400));
+    let seen = run(ops);
+    let delivered: Vec<(u16, Vec<u8>)> = ulpdus.into_iter().map(|u| (INDEX, u)).collect();
+    assert_eq!(seen.to_host, delivered);
+    assert_eq!(seen.to_network, expected_acks);
+    assert_eq!(seen.to_firmware.len(), 3);
+}
