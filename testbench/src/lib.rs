@@ -1,6 +1,7 @@
 //! iwnic testbench: the combined system in simulation.
 //!
 //! - [`engine`]: the datapath interface every simulation engine implements.
+//! - [`hdl_engine`]: `nic_top` as an engine, on Verilator and on RustHDL's simulator.
 //! - [`model`]: the behavioural model of the datapath, the reference for the HDL.
 //! - [`nic`]: an engine with the real firmware in the loop and the host link.
 //! - [`link`]: the wire between two NICs, with seeded faults and a pcap of both ways.
@@ -10,6 +11,7 @@
 
 pub mod conversation;
 pub mod engine;
+pub mod hdl_engine;
 pub mod link;
 pub mod model;
 pub mod nic;
