@@ -961,7 +961,13 @@ impl Generator {
                 }
             };
             let remote_ip = [10, 0, rng.random_range(0..2), 2 + n as u8];
-            let mut ctx = context(index, remote_ip, 40_000 + n, rng.random(), rng.random());
+            // Sequence numbers anywhere, or up to 1,500 bytes short of wrapping.
+            let mut seq = || match rng.random_bool(0.3) {
+                true => 0u32.wrapping_sub(rng.random_range(1..1500)),
+                false => rng.random(),
+            };
+            let (isn, irs) = (seq(), seq());
+            let mut ctx = context(index, remote_ip, 40_000 + n, isn, irs);
             ctx.mss = [1460, 1460, 536, 128, 1000][rng.random_range(0..5)];
             ctx.local_window_shift = rng.random_range(0..15);
             ctx.peer_window_shift = rng.random_range(0..15);
