@@ -414,6 +414,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     new_misc: Signal<Local, Bits<MISC_BITS>>,
     /// A host ULPDU's FPDU length and whether the flow takes it.
     fpdu_len: Signal<Local, Bits<32>>,
+    /// `snd_nxt` after it, computed at 32 bits on its own: inside the 96-bit context
+    /// word, Verilog would widen the sum and carry into `snd_una`.
+    new_snd_nxt: Signal<Local, Bits<32>>,
     tx_refused: Signal<Local, Bit>,
     /// The tuple of the command (packed).
     cmd_tuple: Signal<Local, Bits<96>>,
@@ -669,6 +672,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         // A host ULPDU's FPDU: length, PAD and CRC (valid in TxDecide).
         self.fpdu_len.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
+        self.new_snd_nxt.next = self.seq_snd_nxt.val() + self.fpdu_len.val();
         self.tx_refused.next = !self.ctx_misc.read_data.val().get_bit(51)
             | self.ctx_misc.read_data.val().get_bit(49)
             | self.ctx_misc.read_data.val().get_bit(50)
@@ -1068,7 +1072,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 } else {
                     self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val())
                         << 64)
-                        | (bit_cast::<96, 32>(self.seq_snd_nxt.val() + self.fpdu_len.val()) << 32)
+                        | (bit_cast::<96, 32>(self.new_snd_nxt.val()) << 32)
                         | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
                     self.ctx_seqs.write_enable.next = true;
                     self.w_tuple.d.next = self.ctx_tuple.read_data.val();
