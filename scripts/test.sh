@@ -4,7 +4,9 @@
 #
 #   1. formatting and clippy (warnings are errors)
 #   2. cargo test --workspace: unit, integration and property tests, the Wireshark checks
-#   3. scripts/riscv-firmware.sh: the firmware built for riscv32imac, self-tests under QEMU
+#   3. the host-driver contract suite and the sim scenario again, unchanged, on the
+#      Verilated nic_top, and a short part of it on RustHDL's simulator
+#   4. scripts/riscv-firmware.sh: the firmware built for riscv32imac, self-tests under QEMU
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
@@ -22,6 +24,14 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace"
 cargo test --workspace --locked
+
+step "the contract suite and the sim scenario on the Verilated nic_top"
+IWNIC_ENGINE=verilator cargo test -p iwnic-testbench --locked \
+    --test setup --test teardown --test states --test c_example --test sim_scenario
+
+step "a connection's life on nic_top in RustHDL's simulator"
+IWNIC_ENGINE=rusthdl cargo test -p iwnic-testbench --locked --test setup \
+    accept_from_the_handler_then_data_both_ways_and_a_graceful_close
 
 step "firmware on riscv32imac under QEMU"
 scripts/riscv-firmware.sh

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use iwnic_testbench::conversation::mpa_v2_connection;
 use iwnic_testbench::pcap::{cycle_time, PcapRecorder};
+use iwnic_testbench::sim::EngineKind;
 use iwnic_testbench::tshark;
 
 /// iwnic: an open iWARP connection-offload NIC (RustHDL datapath, no_std firmware,
@@ -63,10 +64,13 @@ enum Cmd {
 /// Which datapath runs the NICs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum EngineChoice {
-    /// The best engine built: today the behavioural model (the Verilated `nic_top`
-    /// follows with the HDL datapath).
+    /// Verilator when it is installed, else RustHDL's simulator.
     Auto,
-    /// The behavioural model of the datapath.
+    /// `nic_top` (the RustHDL datapath) Verilated.
+    Verilator,
+    /// `nic_top` on RustHDL's own simulator: no external tool, far slower.
+    Rusthdl,
+    /// The behavioural model of the datapath (the reference the HDL is held to).
     Model,
 }
 
@@ -237,10 +241,19 @@ fn sim(args: &SimArgs) -> ExitCode {
         }
     }
     let engine = match args.engine {
-        EngineChoice::Auto | EngineChoice::Model => "model",
+        EngineChoice::Auto => EngineKind::auto(),
+        EngineChoice::Verilator => EngineKind::Verilator,
+        EngineChoice::Rusthdl => EngineKind::RustHdl,
+        EngineChoice::Model => EngineKind::Model,
     };
     println!(
-        "iwnic sim: engine {engine}; {} connections, MPA v{}, {} Sends of {} bytes each way per connection",
+        "iwnic sim: engine {} ({}); {} connections, MPA v{}, {} Sends of {} bytes each way per connection",
+        engine.name(),
+        match engine {
+            EngineKind::Model => "the behavioural model of the datapath",
+            EngineKind::Verilator => "nic_top Verilated",
+            EngineKind::RustHdl => "nic_top on RustHDL's simulator",
+        },
         args.connections, args.mpa, args.fpdus, args.size
     );
     let scenario = Scenario {
@@ -260,6 +273,7 @@ fn sim(args: &SimArgs) -> ExitCode {
         pcap: Some(args.pcap.clone()),
         patience: std::time::Duration::from_secs(30),
         firmware_poll_cycles: args.poll_cycles,
+        engine,
     };
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template("{msg:>11} [{bar:40}] {pos}/{len} {per_sec}")
@@ -299,7 +313,7 @@ fn sim(args: &SimArgs) -> ExitCode {
         }
     }
     if let Some(path) = &args.json {
-        let report = sim_report(args, engine, &outcome, &failures);
+        let report = sim_report(args, &outcome, &failures);
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&report).expect("JSON")) {
             eprintln!("error: cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;
@@ -358,12 +372,22 @@ fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
         b.frames_out,
         b.frames_in
     );
-    // The model engine keeps simulated time at the wall clock's pace, so host code and
-    // firmware timers agree; its cycles per second say nothing about its speed.
-    println!(
-        "time:      {simulated:.3} s simulated ({cycles} cycles at 125 MHz) in {:.3} s wall",
-        o.wall_time.as_secs_f64()
-    );
+    if o.sim.engine == EngineKind::Model {
+        // The model keeps simulated time at the wall clock's pace, so host code and
+        // firmware timers agree; it has no cycles of its own.
+        println!(
+            "time:      {simulated:.3} s simulated ({cycles} cycles at 125 MHz) in {:.3} s wall",
+            o.wall_time.as_secs_f64()
+        );
+    } else {
+        println!(
+            "time:      {simulated:.3} s simulated in {:.3} s wall; each datapath clocked {} cycles \
+             ({:.0} cycles/s per NIC while simulating; idle stretches skipped)",
+            o.wall_time.as_secs_f64(),
+            o.sim.cycles,
+            hdl_cycles_per_second(&o.sim)
+        );
+    }
     if let Some((path, frames)) = &o.sim.pcap {
         println!(
             "pcap:      {} ({frames} frames; open it in Wireshark)",
@@ -372,15 +396,20 @@ fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
     }
 }
 
+/// Cycles each datapath ran per second of the simulator's own time (both NICs share
+/// the thread).
+fn hdl_cycles_per_second(sim: &iwnic_testbench::sim::SimReport) -> f64 {
+    2.0 * sim.cycles as f64 / sim.engine_busy.as_secs_f64().max(1e-9)
+}
+
 fn sim_report(
     args: &SimArgs,
-    engine: &str,
     o: &iwnic_testbench::scenario::Outcome,
     failures: &[String],
 ) -> serde_json::Value {
     let simulated = o.sim.simulated.as_secs_f64();
     serde_json::json!({
-        "engine": engine,
+        "engine": o.sim.engine.name(),
         "connections_requested": args.connections,
         "fpdus_per_side": args.fpdus,
         "size": args.size,
@@ -398,7 +427,16 @@ fn sim_report(
         "events_a": o.a_events,
         "events_b": o.b_events,
         "simulated_seconds": simulated,
-        "simulated_cycles": (simulated * iwnic_testbench::sim::CLOCK_HZ as f64) as u64,
+        "simulated_cycles": if o.sim.engine == EngineKind::Model {
+            (simulated * iwnic_testbench::sim::CLOCK_HZ as f64) as u64
+        } else {
+            o.sim.cycles
+        },
+        "cycles_per_second": if o.sim.engine == EngineKind::Model {
+            serde_json::Value::Null
+        } else {
+            hdl_cycles_per_second(&o.sim).into()
+        },
         "wall_seconds": o.wall_time.as_secs_f64(),
         "setup_seconds": o.setup_time.as_secs_f64(),
         "connections_per_second": rate(o.established, o.setup_time.as_secs_f64()),

@@ -16,7 +16,7 @@ use iwnic_proto::ddp::{Body, MessageRepr, Opcode, UNTAGGED_HEADER_LEN};
 use iwnic_proto::fpdu::max_ulpdu_len;
 
 use crate::link::LinkConfig;
-use crate::sim::{Side, Sim, SimConfig, SimReport, A_IP, B_IP};
+use crate::sim::{EngineKind, Side, Sim, SimConfig, SimReport, A_IP, B_IP};
 
 pub const PORT: u16 = 4791;
 /// Connection setups the scenario keeps in flight at once.
@@ -44,6 +44,7 @@ pub struct Scenario {
     pub patience: Duration,
     /// Datapath cycles between two firmware polls on each NIC.
     pub firmware_poll_cycles: u64,
+    pub engine: EngineKind,
 }
 
 /// Events an application saw, by "KIND(status)".
@@ -243,6 +244,7 @@ pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outc
         pcap: scenario.pcap.clone(),
         host_queue: 4096,
         firmware_poll_cycles: scenario.firmware_poll_cycles,
+        engine: scenario.engine,
         ..SimConfig::default()
     };
     let mut sim = Sim::start(sim_config)?;

@@ -2,9 +2,19 @@
 //! while host drivers (on the test's or application's threads) talk to them through
 //! in-process transports.
 //!
-//! Simulated time follows the wall clock (it never runs ahead of it): host code runs at
-//! its own pace, so the firmware's timers mean what they say. A clock of 125 MHz turns
-//! time into cycles for the engines and the capture.
+//! The datapath of both NICs is one [`EngineKind`]: the behavioural model, or `nic_top`
+//! on Verilator or on RustHDL's simulator.
+//!
+//! Simulated time never runs ahead of the wall clock: host code runs at its own pace, so
+//! the firmware's timers mean what they say. With the model, simulated time *is* the
+//! wall clock. With an HDL engine, time comes from the clock (125 MHz, [`CLOCK_HZ`]):
+//! both NICs are clocked [`STEP_CYCLES`] at a time, each step moving time on by that
+//! many cycles, as fast as the simulator runs (far slower than real time). Once nothing
+//! has moved for [`SETTLE_CYCLES`] (no frame on the link, no input waiting at either
+//! datapath, nothing from the hosts or the firmware), the datapaths stop being clocked
+//! and time follows the wall clock again, because an idle datapath has nothing to do in
+//! those cycles; the next frame, record or firmware timer starts the clock again. So a
+//! run spends its simulator time on traffic, and timers still fire when they should.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +28,7 @@ use iwnic_proto::net::Checksums;
 use smoltcp::time::Instant;
 
 use crate::engine::{DatapathCounters, Engine};
+use crate::hdl_engine::{HdlEngine, PortSim};
 use crate::link::{Direction, Link, LinkConfig, LinkStats};
 use crate::model::ModelDatapath;
 use crate::nic::Nic;
@@ -25,6 +36,99 @@ use crate::pcap::PcapRecorder;
 
 /// Datapath clock.
 pub const CLOCK_HZ: u64 = 125_000_000;
+const NS_PER_CYCLE: u64 = 1_000_000_000 / CLOCK_HZ;
+/// Cycles an HDL engine runs between two looks at the link and the hosts (0.5 µs).
+pub const STEP_CYCLES: u64 = 64;
+/// Quiet cycles after which an HDL datapath counts as idle and stops being clocked:
+/// longer than anything takes inside `nic_top` without showing at a port (a frame's
+/// way through both buffers is under 400 cycles).
+pub const SETTLE_CYCLES: u64 = 1_024;
+
+/// The datapath inside each simulated NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The behavioural model (`crate::model`).
+    Model,
+    /// `nic_top` Verilated.
+    Verilator,
+    /// `nic_top` on RustHDL's simulator, stepped by hand.
+    RustHdl,
+}
+
+impl EngineKind {
+    /// Verilator when it is installed, else RustHDL's simulator (no external tool, but
+    /// far slower).
+    pub fn auto() -> EngineKind {
+        let verilator = std::process::Command::new("verilator")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if verilator {
+            EngineKind::Verilator
+        } else {
+            EngineKind::RustHdl
+        }
+    }
+
+    /// The engine named by `$IWNIC_ENGINE` (`model`, `verilator` or `rusthdl`), the model
+    /// when it is unset: how a test suite written against [`SimConfig::default`] runs
+    /// unchanged on another engine.
+    pub fn from_env() -> EngineKind {
+        match std::env::var("IWNIC_ENGINE").as_deref() {
+            Err(_) | Ok("model") => EngineKind::Model,
+            Ok("verilator") => EngineKind::Verilator,
+            Ok("rusthdl") => EngineKind::RustHdl,
+            Ok(other) => panic!("IWNIC_ENGINE={other}: expected model, verilator or rusthdl"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Model => "model",
+            EngineKind::Verilator => "verilator",
+            EngineKind::RustHdl => "rusthdl",
+        }
+    }
+}
+
+/// What the run loop needs beyond [`Engine`]: whether the engine has a clock, and
+/// whether it is quiet.
+trait SimEngine: Engine + 'static {
+    /// Time comes from this engine's clock (else from the wall clock).
+    const CLOCKED: bool;
+    /// Nothing waits at its inputs.
+    fn quiet(&self) -> bool;
+    /// Cycles clocked so far.
+    fn cycles(&self) -> u64;
+    /// Wall time spent in the simulator.
+    fn busy(&self) -> Duration;
+}
+
+impl SimEngine for ModelDatapath {
+    const CLOCKED: bool = false;
+    fn quiet(&self) -> bool {
+        true
+    }
+    fn cycles(&self) -> u64 {
+        0
+    }
+    fn busy(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl<P: PortSim + 'static> SimEngine for HdlEngine<P> {
+    const CLOCKED: bool = true;
+    fn quiet(&self) -> bool {
+        self.inputs_idle()
+    }
+    fn cycles(&self) -> u64 {
+        HdlEngine::cycles(self)
+    }
+    fn busy(&self) -> Duration {
+        HdlEngine::busy(self)
+    }
+}
 
 /// Time between firmware polls for a poll every `cycles` datapath cycles (microsecond
 /// resolution, the firmware's clock).
@@ -56,6 +160,7 @@ pub struct SimConfig {
     pub pcap: Option<PathBuf>,
     /// Datapath cycles between two runs of each NIC's firmware (the soft core's speed).
     pub firmware_poll_cycles: u64,
+    pub engine: EngineKind,
 }
 
 impl Default for SimConfig {
@@ -66,6 +171,7 @@ impl Default for SimConfig {
             host_queue: 256,
             pcap: None,
             firmware_poll_cycles: 1_000,
+            engine: EngineKind::from_env(),
         }
     }
 }
@@ -106,6 +212,11 @@ pub struct SimReport {
     pub simulated: Duration,
     /// Loop iterations (each services both NICs once).
     pub iterations: u64,
+    pub engine: EngineKind,
+    /// Cycles each NIC's datapath was clocked (0 for the model), and the wall time the
+    /// simulator took for both.
+    pub cycles: u64,
+    pub engine_busy: Duration,
 }
 
 /// A running simulation.
@@ -116,8 +227,24 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// Start the two NICs and the link on their own thread.
+    /// Start the two NICs and the link on their own thread. Building the Verilated
+    /// datapath (the first time: a minute or two) happens here.
     pub fn start(config: SimConfig) -> std::io::Result<Sim> {
+        match config.engine {
+            EngineKind::Model => {
+                Sim::start_with(config, ModelDatapath::new(A_IP), ModelDatapath::new(B_IP))
+            }
+            EngineKind::Verilator => {
+                let build = |ip| HdlEngine::verilated(ip).map_err(std::io::Error::other);
+                Sim::start_with(config, build(A_IP)?, build(B_IP)?)
+            }
+            EngineKind::RustHdl => {
+                Sim::start_with(config, HdlEngine::rust_hdl(A_IP), HdlEngine::rust_hdl(B_IP))
+            }
+        }
+    }
+
+    fn start_with<E: SimEngine>(config: SimConfig, a: E, b: E) -> std::io::Result<Sim> {
         let pcap = config.pcap.as_ref().map(PcapRecorder::create).transpose()?;
         let (a_transport, a_host) = in_process(config.host_queue);
         let (b_transport, b_host) = in_process(config.host_queue);
@@ -131,19 +258,9 @@ impl Sim {
             .stack_size(64 << 20)
             .spawn(move || {
                 let period = firmware_poll_period(config.firmware_poll_cycles);
-                let a = Nic::new(
-                    ModelDatapath::new(A_IP),
-                    config.firmware_of(Side::A),
-                    a_host,
-                    period,
-                );
-                let b = Nic::new(
-                    ModelDatapath::new(B_IP),
-                    config.firmware_of(Side::B),
-                    b_host,
-                    period,
-                );
-                run(a, b, link, &flag)
+                let a = Nic::new(a, config.firmware_of(Side::A), a_host, period);
+                let b = Nic::new(b, config.firmware_of(Side::B), b_host, period);
+                run(a, b, link, &flag, config.engine)
             })?;
         Ok(Sim {
             stop,
@@ -183,12 +300,24 @@ impl Drop for Sim {
     }
 }
 
-fn run<E: Engine>(mut a: Nic<E>, mut b: Nic<E>, mut link: Link, stop: &AtomicBool) -> SimReport {
+fn run<E: SimEngine>(
+    mut a: Nic<E>,
+    mut b: Nic<E>,
+    mut link: Link,
+    stop: &AtomicBool,
+    engine: EngineKind,
+) -> SimReport {
     let start = WallClock::now();
     let mut iterations = 0u64;
     let mut now_ns = 0u64;
+    let step = if E::CLOCKED { STEP_CYCLES } else { 1 };
+    // Cycles since anything moved (clocked engines only).
+    let mut quiet_for = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        now_ns = start.elapsed().as_nanos() as u64;
+        let clocking = !E::CLOCKED || quiet_for < SETTLE_CYCLES;
+        if !E::CLOCKED {
+            now_ns = start.elapsed().as_nanos() as u64;
+        }
         let now = Instant::from_micros((now_ns / 1_000) as i64);
         let mut busy = false;
         for (direction, frame) in link.arrived(now_ns) {
@@ -200,14 +329,31 @@ fn run<E: Engine>(mut a: Nic<E>, mut b: Nic<E>, mut link: Link, stop: &AtomicBoo
         }
         for (nic, direction) in [(&mut a, Direction::AToB), (&mut b, Direction::BToA)] {
             busy |= nic.service(now);
-            nic.engine.step(1);
+            if clocking {
+                nic.engine.step(step);
+            }
             while let Some(frame) = nic.engine.net_transmit() {
                 link.send(now_ns, direction, frame);
                 busy = true;
             }
         }
         iterations += 1;
-        if !busy && link.idle() {
+        let idle = !busy && link.idle() && a.engine.quiet() && b.engine.quiet();
+        if E::CLOCKED {
+            if clocking {
+                now_ns += step * NS_PER_CYCLE;
+            }
+            quiet_for = if idle { quiet_for + step } else { 0 };
+            if quiet_for >= SETTLE_CYCLES {
+                // Nothing to clock for: catch up with the wall clock, or wait for it.
+                let wall = start.elapsed().as_nanos() as u64;
+                if now_ns < wall {
+                    now_ns = wall;
+                } else {
+                    std::thread::sleep(Duration::from_micros(20));
+                }
+            }
+        } else if idle {
             std::thread::sleep(Duration::from_micros(20));
         }
     }
@@ -225,5 +371,8 @@ fn run<E: Engine>(mut a: Nic<E>, mut b: Nic<E>, mut link: Link, stop: &AtomicBoo
         pcap: link.finish(),
         simulated: Duration::from_nanos(now_ns),
         iterations,
+        engine,
+        cycles: a.engine.cycles(),
+        engine_busy: a.engine.busy() + b.engine.busy(),
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use iwnic_testbench::link::LinkConfig;
 use iwnic_testbench::scenario::{run, Quiet, Scenario};
+use iwnic_testbench::sim::EngineKind;
 use iwnic_testbench::tshark::dissect;
 
 fn scenario(pcap: std::path::PathBuf) -> Scenario {
@@ -18,6 +19,7 @@ fn scenario(pcap: std::path::PathBuf) -> Scenario {
         pcap: Some(pcap),
         patience: Duration::from_secs(20),
         firmware_poll_cycles: 1_000,
+        engine: EngineKind::from_env(),
     }
 }
 
