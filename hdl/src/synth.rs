@@ -17,6 +17,29 @@ pub struct Report {
     pub brams: u64,
     /// Post-route maximum frequency of the slowest clock.
     pub fmax_mhz: f64,
+    /// nextpnr's longest path, where its report has one.
+    pub critical_path: Option<CriticalPath>,
+}
+
+/// The slowest register-to-register path: where to pipeline next.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CriticalPath {
+    /// The cells it starts and ends at (the Verilog's flattened names).
+    pub from: String,
+    pub to: String,
+    /// Logic cells on the way, and the whole delay.
+    pub logic_levels: usize,
+    pub delay_ns: f64,
+}
+
+impl std::fmt::Display for CriticalPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} -> {}: {} logic levels, {:.1} ns",
+            self.from, self.to, self.logic_levels, self.delay_ns
+        )
+    }
 }
 
 #[derive(Debug)]
@@ -151,12 +174,53 @@ fn parse_report(json: &str) -> Result<Report, Error> {
         ffs: used("TRELLIS_FF")?,
         brams: used("DP16KD")?,
         fmax_mhz,
+        critical_path: critical_path(&report),
     })
+}
+
+/// The longest of `critical_paths` (one per clock pair), from its segments.
+fn critical_path(report: &serde_json::Value) -> Option<CriticalPath> {
+    report["critical_paths"]
+        .as_array()?
+        .iter()
+        .filter_map(|path| {
+            let segments = path["path"].as_array()?;
+            let cell = |segment: &serde_json::Value, end: &str| {
+                segment[end]["cell"].as_str().map(str::to_owned)
+            };
+            Some(CriticalPath {
+                from: cell(segments.first()?, "from")?,
+                to: cell(segments.last()?, "to")?,
+                logic_levels: segments.iter().filter(|s| s["type"] == "logic").count(),
+                delay_ns: segments.iter().filter_map(|s| s["delay"].as_f64()).sum(),
+            })
+        })
+        .max_by(|a, b| a.delay_ns.total_cmp(&b.delay_ns))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_longest_critical_path() {
+        let json = r#"{
+            "fmax": {"clock": {"achieved": 50.0, "constraint": 12}},
+            "utilization": {"DP16KD": {"used": 0}, "TRELLIS_COMB": {"used": 9},
+                            "TRELLIS_FF": {"used": 9}},
+            "critical_paths": [{"from": "posedge clock", "to": "posedge clock", "path": [
+                {"type": "clk-to-q", "delay": 0.5, "from": {"cell": "a_q"}, "to": {"cell": "a_q"}},
+                {"type": "routing", "delay": 1.0, "from": {"cell": "a_q"}, "to": {"cell": "lut1"}},
+                {"type": "logic", "delay": 0.25, "from": {"cell": "lut1"}, "to": {"cell": "lut1"}},
+                {"type": "routing", "delay": 1.0, "from": {"cell": "lut1"}, "to": {"cell": "lut2"}},
+                {"type": "logic", "delay": 0.25, "from": {"cell": "lut2"}, "to": {"cell": "lut2"}},
+                {"type": "setup", "delay": 0.0, "from": {"cell": "lut2"}, "to": {"cell": "b_q"}}
+            ]}]
+        }"#;
+        let path = parse_report(json).unwrap().critical_path.unwrap();
+        assert_eq!((path.from.as_str(), path.to.as_str()), ("a_q", "b_q"));
+        assert_eq!((path.logic_levels, path.delay_ns), (2, 3.0));
+    }
 
     #[test]
     fn reads_a_nextpnr_report() {
@@ -173,7 +237,8 @@ mod tests {
                 luts: 2805,
                 ffs: 65,
                 brams: 2,
-                fmax_mhz: 108.68
+                fmax_mhz: 108.68,
+                critical_path: None,
             }
         );
         assert!(matches!(parse_report("{}"), Err(Error::Report(_))));
