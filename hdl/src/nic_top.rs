@@ -42,7 +42,8 @@
 //!   taken and dropped (`cnt_host_refused`).
 //! - `host_rx_*`: received ULPDUs, tagged with `host_rx_index`. Only ULPDUs whose CRC
 //!   matched come out.
-//! - `cnt_*`: free-running 32-bit counters.
+//! - `cnt_*`: free-running 32-bit counters; `tick`: cycles since reset (64 bits), the
+//!   firmware's clock on the board.
 //!
 //! Numbers on ports: IPv4 addresses big-endian (10.0.0.1 is 0x0A000001), MAC addresses
 //! with the first byte on the wire in bits 47:40, ports and sequence numbers as numbers.
@@ -305,6 +306,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     pub cnt_length_errors: Signal<Out, Bits<32>>,
     pub cnt_host_refused: Signal<Out, Bits<32>>,
     pub cnt_insert_full: Signal<Out, Bits<32>>,
+    pub tick: Signal<Out, Bits<64>>,
 
     // Blocks.
     parser: TcpRxParser,
@@ -438,6 +440,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     crc_errors: DFF<Bits<32>>,
     length_errors: DFF<Bits<32>>,
     host_refused: DFF<Bits<32>>,
+    ticks: DFF<Bits<64>>,
 }
 
 /// The ECP5 build: 256 flows.
@@ -511,7 +514,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             fpdus_out,
             crc_errors,
             length_errors,
-            host_refused
+            host_refused,
+            ticks
         );
         self.parser.clock.next = self.clock.val();
         self.parser.reset.next = self.reset.val();
@@ -1124,7 +1128,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.payload_wr.d.next = 0.into();
         }
 
+        self.ticks.d.next = self.ticks.q.val() + 1;
         if self.reset.val() {
+            self.ticks.d.next = 0.into();
             self.control.d.next = Control::Clear;
             self.clear_index.d.next = 0.into();
             self.in_bank.d.next = false;
@@ -1186,5 +1192,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.cnt_length_errors.next = self.length_errors.q.val();
         self.cnt_host_refused.next = self.host_refused.q.val();
         self.cnt_insert_full.next = self.flows.insert_full_count.val();
+        self.tick.next = self.ticks.q.val();
     }
 }

@@ -41,7 +41,7 @@ dut! {
         host_tx_ready, host_rx_data, host_rx_keep, host_rx_last, host_rx_valid,
         host_rx_index,
         cnt_frames_in, cnt_frames_out, cnt_to_firmware, cnt_acks_sent, cnt_fpdus_in,
-        cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us,
+        cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us, tick,
     }
 }
 
@@ -101,6 +101,8 @@ struct Scenario {
     fw_frame: Vec<u8>,
     host_ulpdu: Vec<u8>,
     cycles: u64,
+    /// Cycles since the end of reset.
+    since_reset: u64,
 }
 
 impl Scenario {
@@ -119,6 +121,7 @@ impl Scenario {
             fw_frame: vec![],
             host_ulpdu: vec![],
             cycles: 0,
+            since_reset: 0,
         }
     }
 
@@ -256,6 +259,11 @@ impl Bench<Inputs, Outputs> for Scenario {
                 .events
                 .push((out.event_index as u16, out.event_crc == 1));
         }
+        assert_eq!(
+            out.tick, self.since_reset,
+            "tick counts the cycles since reset"
+        );
+        self.since_reset += 1;
         self.seen.counters = *out;
     }
 }
