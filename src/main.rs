@@ -117,6 +117,12 @@ struct SimArgs {
     /// Capture of both directions of the link.
     #[arg(long, default_value = "out/sim.pcap")]
     pcap: PathBuf,
+    /// Write the Verilator waveform (FST: every signal of nic_top, one cycle per 8 ns,
+    /// stretches where the datapath idles left out) of NIC A's datapath to FILE and NIC
+    /// B's to FILE with `-b` before the extension (out/sim.fst, out/sim-b.fst). Needs the
+    /// Verilator engine; slows the simulation down.
+    #[arg(long, value_name = "FILE")]
+    wave: Option<PathBuf>,
     /// Write the report as JSON here too.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -218,7 +224,7 @@ fn probability(text: &str) -> Result<f64, String> {
 }
 
 fn sim(args: &SimArgs) -> ExitCode {
-    use iwnic_testbench::scenario::{run, Scenario, MAX_SEND_PAYLOAD};
+    use iwnic_testbench::scenario::{run_with_wave, Scenario, MAX_SEND_PAYLOAD};
     if args.size > MAX_SEND_PAYLOAD {
         eprintln!(
             "error: --size {} does not fit one segment (at most {MAX_SEND_PAYLOAD})",
@@ -234,18 +240,26 @@ fn sim(args: &SimArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    if let Some(dir) = args.pcap.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create {}: {e}", dir.display());
-            return ExitCode::FAILURE;
-        }
-    }
     let engine = match args.engine {
         EngineChoice::Auto => EngineKind::auto(),
         EngineChoice::Verilator => EngineKind::Verilator,
         EngineChoice::Rusthdl => EngineKind::RustHdl,
         EngineChoice::Model => EngineKind::Model,
     };
+    if args.wave.is_some() && engine != EngineKind::Verilator {
+        eprintln!(
+            "error: --wave needs the Verilator engine (this run's is {})",
+            engine.name()
+        );
+        return ExitCode::FAILURE;
+    }
+    let out_files = std::iter::once(&args.pcap).chain(&args.wave);
+    for dir in out_files.filter_map(|f| f.parent().filter(|d| !d.as_os_str().is_empty())) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
     println!(
         "iwnic sim: engine {} ({}); {} connections, MPA v{}, {} Sends of {} bytes each way per connection",
         engine.name(),
@@ -280,7 +294,7 @@ fn sim(args: &SimArgs) -> ExitCode {
             .expect("a valid template")
             .progress_chars("=> "),
     );
-    let outcome = match run(&scenario, &Bar(bar.clone())) {
+    let outcome = match run_with_wave(&scenario, args.wave.as_deref(), &Bar(bar.clone())) {
         Ok(outcome) => outcome,
         Err(e) => {
             bar.finish_and_clear();
@@ -394,6 +408,13 @@ fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
             path.display()
         );
     }
+    if let [a, b] = &o.sim.waves[..] {
+        println!(
+            "wave:      {} (NIC A), {} (NIC B) (open it in GTKWave)",
+            a.display(),
+            b.display()
+        );
+    }
 }
 
 /// Cycles each datapath ran per second of the simulator's own time (both NICs share
@@ -441,6 +462,8 @@ fn sim_report(
         "setup_seconds": o.setup_time.as_secs_f64(),
         "connections_per_second": rate(o.established, o.setup_time.as_secs_f64()),
         "pcap": o.sim.pcap.as_ref().map(|(p, _)| p.display().to_string()),
+        "wave": o.sim.waves.first().map(|p| p.display().to_string()),
+        "wave_b": o.sim.waves.get(1).map(|p| p.display().to_string()),
         "failures": failures,
         "pass": failures.is_empty(),
     })
@@ -500,9 +523,18 @@ fn synth(only: Option<&str>, json: Option<&std::path::Path>) -> ExitCode {
                     r.fmax_mhz,
                     start.elapsed().as_secs_f64()
                 );
+                if let Some(path) = &r.critical_path {
+                    println!("{:<10} critical path: {path}", "");
+                }
                 figures.insert(
                     block.name.to_string(),
-                    serde_json::json!({ "luts": r.luts, "ffs": r.ffs, "brams": r.brams, "fmax_mhz": r.fmax_mhz }),
+                    serde_json::json!({
+                        "luts": r.luts,
+                        "ffs": r.ffs,
+                        "brams": r.brams,
+                        "fmax_mhz": r.fmax_mhz,
+                        "critical_path": r.critical_path.as_ref().map(|p| p.to_string()),
+                    }),
                 );
             }
             Err(e) => {

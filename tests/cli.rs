@@ -48,6 +48,10 @@ fn sim_refuses_what_does_not_fit() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not fit one segment"));
     let out = iwnic(&["sim", "--private-data", "509"]);
     assert!(!out.status.success());
+    let out = iwnic(&["sim", "--engine", "model", "--wave", "never.fst"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--wave needs the Verilator engine"));
+    assert!(!std::path::Path::new("never.fst").exists());
 }
 
 #[test]

@@ -15,13 +15,13 @@
 //! big-endian, MAC addresses with their first byte in bits 47:40.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FourTuple};
 use iwnic_hdl::nic_top::SimNicTop;
-use iwnic_hdl::verilator::{self, VerilatedModel};
+use iwnic_hdl::verilator::{self, BuildOptions, VerilatedModel};
 use rust_hdl::prelude::{generate_verilog, simulate, Bits, Block, LiteralType};
 
 use crate::engine::{DatapathCounters, Engine};
@@ -151,18 +151,40 @@ pub fn verilator_dir() -> PathBuf {
     }
 }
 
+/// Nanoseconds per datapath cycle (125 MHz), the time step of a waveform.
+pub const WAVE_NS_PER_CYCLE: u64 = 8;
+
 /// `SimNicTop` on Verilator.
 pub struct Verilated {
     model: VerilatedModel,
     clock: u32,
     inputs: Vec<u32>,
     outputs: Vec<u32>,
+    /// Writing a waveform (see [`Verilated::traced`]).
+    tracing: bool,
+    /// Rising edges so far: the waveform's time base.
+    edges: u64,
 }
 
 impl Verilated {
     /// Builds the model (once per process; on disk, once per Verilog) and loads a fresh
     /// instance of it.
     pub fn new() -> Result<Verilated, verilator::Error> {
+        Self::build(BuildOptions::default())
+    }
+
+    /// [`Verilated::new`] on the traced build (compiled once, like the plain one), writing
+    /// an FST waveform of every signal in `nic_top` to `wave`: the settled state before
+    /// each rising edge at 8 ns × cycle, the state after it 4 ns later (so the clock
+    /// shows as a 125 MHz square wave). The file is complete when this is dropped.
+    pub fn traced(wave: &Path) -> Result<Verilated, verilator::Error> {
+        let mut sim = Self::build(BuildOptions { trace: true })?;
+        sim.model.open_trace(wave)?;
+        sim.tracing = true;
+        Ok(sim)
+    }
+
+    fn build(options: BuildOptions) -> Result<Verilated, verilator::Error> {
         static DESIGN: OnceLock<(String, Vec<verilator::Port>)> = OnceLock::new();
         static BUILDING: Mutex<()> = Mutex::new(());
         // A test that failed while holding the lock poisons it; the next build is sound.
@@ -172,7 +194,13 @@ impl Verilated {
             uut.connect_all();
             (generate_verilog(&uut), verilator::top_ports(&uut))
         });
-        let model = VerilatedModel::build("nic_top", verilog, ports.clone(), &verilator_dir())?;
+        let model = VerilatedModel::build_with(
+            "nic_top",
+            verilog,
+            ports.clone(),
+            &verilator_dir(),
+            options,
+        )?;
         let clock = model.port("clock");
         let inputs = InPort::ALL.iter().map(|p| model.port(p.name())).collect();
         let outputs = OutPort::ALL.iter().map(|p| model.port(p.name())).collect();
@@ -181,6 +209,8 @@ impl Verilated {
             clock,
             inputs,
             outputs,
+            tracing: false,
+            edges: 0,
         })
     }
 }
@@ -196,10 +226,18 @@ impl PortSim for Verilated {
     fn settle(&mut self) {
         self.model.set(self.clock, 0);
         self.model.eval();
+        if self.tracing {
+            self.model.dump_trace(self.edges * WAVE_NS_PER_CYCLE);
+        }
     }
     fn tick(&mut self) {
         self.model.set(self.clock, 1);
         self.model.eval();
+        if self.tracing {
+            self.model
+                .dump_trace(self.edges * WAVE_NS_PER_CYCLE + WAVE_NS_PER_CYCLE / 2);
+        }
+        self.edges += 1;
     }
 }
 
@@ -459,6 +497,12 @@ impl HdlEngine<Verilated> {
     /// `nic_top` on Verilator for the NIC at `local_ip`.
     pub fn verilated(local_ip: [u8; 4]) -> Result<Self, verilator::Error> {
         Ok(HdlEngine::new(Verilated::new()?, local_ip))
+    }
+
+    /// [`HdlEngine::verilated`] writing an FST waveform to `wave` (see
+    /// [`Verilated::traced`]), reset included.
+    pub fn verilated_traced(local_ip: [u8; 4], wave: &Path) -> Result<Self, verilator::Error> {
+        Ok(HdlEngine::new(Verilated::traced(wave)?, local_ip))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -232,6 +232,16 @@ impl Receipts {
 
 /// Run the scenario.
 pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outcome> {
+    run_with_wave(scenario, None, progress)
+}
+
+/// [`run`], writing the datapaths' waveforms to `wave` (see [`SimConfig::wave`]; the
+/// Verilator engine only).
+pub fn run_with_wave(
+    scenario: &Scenario,
+    wave: Option<&Path>,
+    progress: &dyn Progress,
+) -> std::io::Result<Outcome> {
     if scenario.size > MAX_SEND_PAYLOAD {
         return Err(std::io::Error::other(format!(
             "a Send of {} bytes does not fit one segment (at most {MAX_SEND_PAYLOAD})",
@@ -245,6 +255,7 @@ pub fn run(scenario: &Scenario, progress: &dyn Progress) -> std::io::Result<Outc
         host_queue: 4096,
         firmware_poll_cycles: scenario.firmware_poll_cycles,
         engine: scenario.engine,
+        wave: wave.map(Path::to_path_buf),
         ..SimConfig::default()
     };
     let mut sim = Sim::start(sim_config)?;

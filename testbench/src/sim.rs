@@ -16,7 +16,7 @@
 //! those cycles; the next frame, record or firmware timer starts the clock again. So a
 //! run spends its simulator time on traffic, and timers still fire when they should.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -161,6 +161,25 @@ pub struct SimConfig {
     /// Datapath cycles between two runs of each NIC's firmware (the soft core's speed).
     pub firmware_poll_cycles: u64,
     pub engine: EngineKind,
+    /// Write the Verilator waveform (FST, every signal of `nic_top`) of NIC A's datapath
+    /// here and NIC B's next to it (see [`wave_path`]). Verilator engine only.
+    pub wave: Option<PathBuf>,
+}
+
+/// Where `side`'s waveform goes for `--wave wave`: `wave` itself for A, for B the same
+/// name with `-b` before the extension (`out/sim.fst` → `out/sim-b.fst`).
+pub fn wave_path(wave: &Path, side: Side) -> PathBuf {
+    match side {
+        Side::A => wave.to_path_buf(),
+        Side::B => {
+            let stem = wave.file_stem().unwrap_or_default().to_string_lossy();
+            let name = match wave.extension() {
+                Some(ext) => format!("{stem}-b.{}", ext.to_string_lossy()),
+                None => format!("{stem}-b"),
+            };
+            wave.with_file_name(name)
+        }
+    }
 }
 
 impl Default for SimConfig {
@@ -172,6 +191,7 @@ impl Default for SimConfig {
             pcap: None,
             firmware_poll_cycles: 1_000,
             engine: EngineKind::from_env(),
+            wave: None,
         }
     }
 }
@@ -217,6 +237,8 @@ pub struct SimReport {
     /// simulator took for both.
     pub cycles: u64,
     pub engine_busy: Duration,
+    /// The waveforms written (A's, then B's), complete once the run has stopped.
+    pub waves: Vec<PathBuf>,
 }
 
 /// A running simulation.
@@ -230,13 +252,29 @@ impl Sim {
     /// Start the two NICs and the link on their own thread. Building the Verilated
     /// datapath (the first time: a minute or two) happens here.
     pub fn start(config: SimConfig) -> std::io::Result<Sim> {
+        if config.wave.is_some() && config.engine != EngineKind::Verilator {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "--wave needs the Verilator engine (this run's is {})",
+                    config.engine.name()
+                ),
+            ));
+        }
         match config.engine {
             EngineKind::Model => {
                 Sim::start_with(config, ModelDatapath::new(A_IP), ModelDatapath::new(B_IP))
             }
             EngineKind::Verilator => {
-                let build = |ip| HdlEngine::verilated(ip).map_err(std::io::Error::other);
-                Sim::start_with(config, build(A_IP)?, build(B_IP)?)
+                let build = |ip, side| {
+                    match &config.wave {
+                        Some(wave) => HdlEngine::verilated_traced(ip, &wave_path(wave, side)),
+                        None => HdlEngine::verilated(ip),
+                    }
+                    .map_err(std::io::Error::other)
+                };
+                let (a, b) = (build(A_IP, Side::A)?, build(B_IP, Side::B)?);
+                Sim::start_with(config, a, b)
             }
             EngineKind::RustHdl => {
                 Sim::start_with(config, HdlEngine::rust_hdl(A_IP), HdlEngine::rust_hdl(B_IP))
@@ -260,7 +298,11 @@ impl Sim {
                 let period = firmware_poll_period(config.firmware_poll_cycles);
                 let a = Nic::new(a, config.firmware_of(Side::A), a_host, period);
                 let b = Nic::new(b, config.firmware_of(Side::B), b_host, period);
-                run(a, b, link, &flag, config.engine)
+                let waves = match &config.wave {
+                    Some(wave) => vec![wave_path(wave, Side::A), wave_path(wave, Side::B)],
+                    None => vec![],
+                };
+                run(a, b, link, &flag, config.engine, waves)
             })?;
         Ok(Sim {
             stop,
@@ -306,6 +348,7 @@ fn run<E: SimEngine>(
     mut link: Link,
     stop: &AtomicBool,
     engine: EngineKind,
+    waves: Vec<PathBuf>,
 ) -> SimReport {
     let start = WallClock::now();
     let mut iterations = 0u64;
@@ -364,6 +407,8 @@ fn run<E: SimEngine>(
         firmware: *nic.firmware().counters(),
         connections: nic.firmware().connections(),
     };
+    // (The engines, and so the waveforms, close when `a` and `b` drop on return, before
+    // `Sim::stop` hands the report over.)
     SimReport {
         a: report(&a),
         b: report(&b),
@@ -374,5 +419,6 @@ fn run<E: SimEngine>(
         engine,
         cycles: a.engine.cycles(),
         engine_busy: a.engine.busy() + b.engine.busy(),
+        waves,
     }
 }
