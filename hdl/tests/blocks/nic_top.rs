@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use crate::dut::{dut, lockstep, Bench, Timing};
-use crate::stream::{beats, kept_bytes, Beat};
+use crate::stream::{beats, kept_bytes, Beat, Sink};
 
 dut! {
     SimNicTop, verilated as "nic_top",
@@ -103,11 +103,14 @@ struct Scenario {
     cycles: u64,
     /// Cycles since the end of reset.
     since_reset: u64,
+    /// Drops the output readies at random.
+    sink: Sink,
 }
 
 impl Scenario {
-    fn new(ops: Vec<Op>) -> Scenario {
+    fn new(ops: Vec<Op>, stall_probability: f64) -> Scenario {
         Scenario {
+            sink: Sink::new(stall_probability, 11),
             ops: ops.into(),
             reset_cycles: 2,
             net: VecDeque::new(),
@@ -136,10 +139,10 @@ impl Bench<Inputs, Outputs> for Scenario {
         assert!(self.cycles < 200_000, "the scenario does not finish");
         let mut inputs = Inputs {
             local_ip: u64::from(u32::from_be_bytes(LOCAL_IP)),
-            net_tx_ready: 1,
-            fw_rx_ready: 1,
-            event_ready: 1,
-            host_rx_ready: 1,
+            net_tx_ready: u64::from(self.sink.ready()),
+            fw_rx_ready: u64::from(self.sink.ready()),
+            event_ready: u64::from(self.sink.ready()),
+            host_rx_ready: u64::from(self.sink.ready()),
             ..Inputs::default()
         };
         if self.reset_cycles > 0 {
@@ -228,7 +231,7 @@ impl Bench<Inputs, Outputs> for Scenario {
             keep: keep as u8,
             last: last == 1,
         };
-        if out.net_tx_valid == 1 {
+        if out.net_tx_valid == 1 && inputs.net_tx_ready == 1 {
             let b = beat(out.net_tx_data, out.net_tx_keep, out.net_tx_last);
             self.net_frame.extend(kept_bytes(&b));
             if b.last {
@@ -237,7 +240,7 @@ impl Bench<Inputs, Outputs> for Scenario {
                     .push(std::mem::take(&mut self.net_frame));
             }
         }
-        if out.fw_rx_valid == 1 {
+        if out.fw_rx_valid == 1 && inputs.fw_rx_ready == 1 {
             let b = beat(out.fw_rx_data, out.fw_rx_keep, out.fw_rx_last);
             self.fw_frame.extend(kept_bytes(&b));
             if b.last {
@@ -246,7 +249,7 @@ impl Bench<Inputs, Outputs> for Scenario {
                     .push(std::mem::take(&mut self.fw_frame));
             }
         }
-        if out.host_rx_valid == 1 {
+        if out.host_rx_valid == 1 && inputs.host_rx_ready == 1 {
             let b = beat(out.host_rx_data, out.host_rx_keep, out.host_rx_last);
             self.host_ulpdu.extend(kept_bytes(&b));
             if b.last {
@@ -254,7 +257,7 @@ impl Bench<Inputs, Outputs> for Scenario {
                 self.seen.to_host.push((out.host_rx_index as u16, ulpdu));
             }
         }
-        if out.event_valid == 1 {
+        if out.event_valid == 1 && inputs.event_ready == 1 {
             self.seen
                 .events
                 .push((out.event_index as u16, out.event_crc == 1));
@@ -312,9 +315,14 @@ fn fpdus(ulpdus: &[&[u8]]) -> Vec<u8> {
 }
 
 fn run(ops: Vec<Op>) -> Seen {
+    run_stalled(ops, 0.0)
+}
+
+/// `ops` with every output's `ready` dropped with `stall_probability`.
+fn run_stalled(ops: Vec<Op>, stall_probability: f64) -> Seen {
     let mut rusthdl = RustHdl::new(SimNicTop::default());
     let mut verilated = Verilated::new(SimNicTop::default());
-    let mut scenario = Scenario::new(ops);
+    let mut scenario = Scenario::new(ops, stall_probability);
     let timing: Timing = lockstep(&mut rusthdl, &mut verilated, &mut scenario);
     timing.report("nic_top scenario");
     scenario.seen
@@ -448,6 +456,17 @@ fn nic_top_lints_clean() {
 /// each must still be steered with its own header fields.
 #[test]
 fn back_to_back_segments() {
+    back_to_back(0.0);
+}
+
+/// The same with every output stalling: the host and firmware queues fill and the
+/// transmit path waits, and nothing may be lost or reordered.
+#[test]
+fn back_to_back_segments_with_stalled_outputs() {
+    back_to_back(0.6);
+}
+
+fn back_to_back(stall_probability: f64) {
     const ISS: u32 = 50;
     const IRS: u32 = u32::MAX - 300; // the receive sequence wraps on the way
     let ctx = Context {
@@ -463,7 +482,7 @@ fn back_to_back_segments() {
         })
         .collect();
     let mut ops = vec![Op::Command(0, ctx)];
-    let mut expected_acks = vec![];
+    let mut expected_frames = vec![];
     let mut seq = IRS;
     for pair in ulpdus.chunks(2) {
         let payload = fpdus(&[&pair[0], &pair[1]]);
@@ -478,12 +497,21 @@ fn back_to_back_segments() {
             2000u16.wrapping_add(seq as u16),
         )));
         seq = seq.wrapping_add(payload.len() as u32);
-        expected_acks.push(segment(false, TcpControl::None, ISS, seq, &[]));
+        expected_frames.push(segment(false, TcpControl::None, ISS, seq, &[]));
     }
-    ops.push(Op::Idle(400));
-    let seen = run(ops);
+    ops.push(Op::Idle(2_000));
+    // Then ULPDUs back to back the other way.
+    let mut snd = ISS;
+    for ulpdu in ulpdus.iter().take(3) {
+        ops.push(Op::Ulpdu(INDEX, ulpdu.clone()));
+        let fpdu = fpdus(&[ulpdu]);
+        expected_frames.push(segment(false, TcpControl::Psh, snd, seq, &fpdu));
+        snd = snd.wrapping_add(fpdu.len() as u32);
+    }
+    ops.push(Op::Idle(2_000));
+    let seen = run_stalled(ops, stall_probability);
     let delivered: Vec<(u16, Vec<u8>)> = ulpdus.into_iter().map(|u| (INDEX, u)).collect();
     assert_eq!(seen.to_host, delivered);
-    assert_eq!(seen.to_network, expected_acks);
+    assert_eq!(seen.to_network, expected_frames);
     assert_eq!(seen.to_firmware.len(), 3);
 }
