@@ -16,7 +16,12 @@
 #        RISCV_RUSTC   =  .tools/rustc-web/rustc, a wrapper that sets LD_LIBRARY_PATH for
 #                         that rustc alone (its librustc_driver and libLLVM live beside it)
 #        RISCV_LINKER  =  rustup's rust-lld (Debian's own rust-lld would need lld-22)
+#
+# `scripts/setup.sh sim` installs only what `iwnic sim` uses (verilator, zlib1g-dev,
+# tshark) and stops after step 1: what scripts/run.sh needs.
 set -euo pipefail
+ONLY_SIM=0
+if [ "${1:-}" = "sim" ]; then ONLY_SIM=1; fi
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 ROOT=$(pwd)
@@ -50,6 +55,7 @@ is_installed() {
 # ---- 1. apt packages -------------------------------------------------------------------
 t0=$SECONDS
 APT_PKGS=(verilator zlib1g-dev tshark qemu-system-misc valgrind openfpgaloader libz3-4 libxml2 libedit2 libffi8)
+if [ "$ONLY_SIM" -eq 1 ]; then APT_PKGS=(verilator zlib1g-dev tshark); fi
 missing=()
 present=()
 for p in "${APT_PKGS[@]}"; do
@@ -65,6 +71,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO "${APT[@]}" install --no-install-recommends "${missing[@]}" >/dev/null
     say "apt packages installed in $((SECONDS - t0)) s"
 fi
+if [ "$ONLY_SIM" -eq 1 ]; then exit 0; fi
 
 # ---- 2. Python venv with YoWASP yosys / nextpnr-ecp5 -----------------------------------
 t0=$SECONDS

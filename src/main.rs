@@ -23,10 +23,12 @@ enum Cmd {
     /// Simulate two NICs, each with its firmware and host driver: B listens, A opens
     /// connections that B's application accepts, both send Send messages on each, A
     /// disconnects. Exits non-zero if a connection failed or a byte was lost, duplicated
-    /// or altered.
+    /// or altered. A later option overrides an earlier one (scripts/run.sh passes
+    /// defaults first).
+    #[command(args_override_self = true)]
     Sim(SimArgs),
-    /// Write the Verilog of every datapath block (`nic_top` joins them once the datapath
-    /// is complete) to a directory.
+    /// Write the Verilog of `nic_top` (the datapath of one NIC) and of each of its blocks
+    /// to a directory.
     Verilog {
         #[arg(long, default_value = "out/verilog")]
         out: PathBuf,
