@@ -92,6 +92,22 @@
 //!
 //! One controller serialises context commands, received frames and host ULPDUs (in that
 //! priority), so no two of them ever touch the same context at once.
+//!
+//! # Throughput, size and speed
+//!
+//! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
+//! MPA receive carries 7.3–7.5 FPDU bytes per cycle on back-to-back segments of 64- to
+//! 1,460-byte FPDUs (the input waits ~4 cycles per frame while the parser's verdict
+//! comes and the controller takes the frame); transmit 7.4–7.6 for 1,024- and
+//! 1,460-byte FPDUs, 3.8 for 64-byte ones, whose frames are mostly headers (the wire
+//! still carries 6.9 bytes per cycle).
+//!
+//! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context): 12,622
+//! LUT4 (52 % of the device), 6,020 FF, 39 of 56 DP16KD, **46.2 MHz** — far below the
+//! 125 MHz target. nextpnr's critical path runs inside `tcp_rx`, from the TCP header
+//! offset through the verdict's length and checksum checks to the output register's
+//! good bit (58 logic levels, 21.6 ns); the flow table (59.5 MHz alone) and `mpa_rx`
+//! (82.7 MHz) come next: the places for the next pipeline stages.
 
 use rust_hdl::prelude::*;
 
