@@ -31,29 +31,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rust_hdl::prelude::*;
 
-/// A port value as the 64-bit word both engines exchange.
-trait PortValue {
-    fn to_port(&self) -> u64;
-    fn from_port(value: u64) -> Self;
-}
-
-impl PortValue for bool {
-    fn to_port(&self) -> u64 {
-        u64::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value & 1 == 1
-    }
-}
-
-impl<const N: usize> PortValue for Bits<N> {
-    fn to_port(&self) -> u64 {
-        LiteralType::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value.into()
-    }
-}
+use iwnic_hdl::verilator::PortValue;
 
 /// One simulator running one block.
 trait Engine {

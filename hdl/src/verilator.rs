@@ -49,6 +49,32 @@ pub const WAIVERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A port value as the 64-bit word a Verilated model's ports take and give (every port
+/// of a RustHDL top driven from Rust is at most 64 bits wide), converted to and from the
+/// RustHDL signal types: how one driver feeds both simulators.
+pub trait PortValue {
+    fn to_port(&self) -> u64;
+    fn from_port(value: u64) -> Self;
+}
+
+impl PortValue for bool {
+    fn to_port(&self) -> u64 {
+        u64::from(*self)
+    }
+    fn from_port(value: u64) -> Self {
+        value & 1 == 1
+    }
+}
+
+impl<const N: usize> PortValue for rust_hdl::prelude::Bits<N> {
+    fn to_port(&self) -> u64 {
+        rust_hdl::prelude::LiteralType::from(*self)
+    }
+    fn from_port(value: u64) -> Self {
+        value.into()
+    }
+}
+
 /// Why a lint or build failed.
 #[derive(Debug)]
 pub enum Error {

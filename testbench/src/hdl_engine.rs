@@ -22,33 +22,11 @@ use std::time::{Duration, Instant};
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FourTuple};
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_hdl::verilator::{self, BuildOptions, VerilatedModel};
-use rust_hdl::prelude::{generate_verilog, simulate, Bits, Block, LiteralType};
+use rust_hdl::prelude::{generate_verilog, simulate, Block};
 
 use crate::engine::{DatapathCounters, Engine};
 
-/// A port value as the 64-bit word both simulators exchange.
-trait PortValue {
-    fn to_port(&self) -> u64;
-    fn from_port(value: u64) -> Self;
-}
-
-impl PortValue for bool {
-    fn to_port(&self) -> u64 {
-        u64::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value & 1 == 1
-    }
-}
-
-impl<const N: usize> PortValue for Bits<N> {
-    fn to_port(&self) -> u64 {
-        LiteralType::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value.into()
-    }
-}
+use iwnic_hdl::verilator::PortValue;
 
 /// Declares `nic_top`'s ports once: the [`InPort`] and [`OutPort`] enums, their names, and the
 /// RustHDL accessors by port.

@@ -10,29 +10,7 @@ use std::time::Duration;
 use iwnic_hdl::verilator::VerilatedModel;
 use rust_hdl::prelude::*;
 
-/// A port value as the 64-bit word both engines exchange.
-pub trait PortValue {
-    fn to_port(&self) -> u64;
-    fn from_port(value: u64) -> Self;
-}
-
-impl PortValue for bool {
-    fn to_port(&self) -> u64 {
-        u64::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value & 1 == 1
-    }
-}
-
-impl<const N: usize> PortValue for Bits<N> {
-    fn to_port(&self) -> u64 {
-        LiteralType::from(*self)
-    }
-    fn from_port(value: u64) -> Self {
-        value.into()
-    }
-}
+pub use iwnic_hdl::verilator::PortValue;
 
 /// One simulator running one block: drive inputs, read the settled outputs, clock.
 pub trait Engine {
