@@ -397,7 +397,7 @@ fn print_summary(o: &iwnic_testbench::scenario::Outcome) {
         );
     } else {
         println!(
-            "time:      {simulated:.3} s simulated in {:.3} s wall; each datapath clocked {} cycles \
+            "time:      {simulated:.3} s simulated in {:.3} s wall; NIC A's datapath clocked {} cycles \
              ({:.0} cycles/s per NIC while simulating; idle stretches skipped)",
             o.wall_time.as_secs_f64(),
             o.sim.cycles,

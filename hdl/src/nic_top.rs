@@ -389,9 +389,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// The segment the builder is asked for: TCP flags and payload length.
     w_flags: DFF<Bits<8>>,
     w_len: DFF<Bits<16>>,
-    /// The received segment's plan.
-    rx_deliver: DFF<Bit>,
-    rx_ack: DFF<Bit>,
+    /// The received segment goes to the firmware after its ACK (a FIN whose segment was not out of order).
     rx_firmware_after: DFF<Bit>,
     /// The host ULPDU being sent: its length.
     tx_len: DFF<Bits<16>>,
@@ -503,8 +501,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             cmd_op,
             w_flags,
             w_len,
-            rx_deliver,
-            rx_ack,
             rx_firmware_after,
             tx_len,
             replay,

@@ -347,6 +347,9 @@ impl Logic for TxChecksum {
             & (self.version_ihl.q.val() == 0x45)
             & (self.protocol.q.val() == 6)
             & (self.total_len.q.val() >= 40)
+            // (Bounded first: `seg_end` is 14 + total_len in 16 bits and wraps above
+            // 65,521.)
+            & (self.total_len.q.val() <= 1504)
             & (self.seg_end.q.val() <= self.end_len.val());
 
         self.ring.write_address.next = self.wr_ptr.q.val().get_bits::<9>(0);

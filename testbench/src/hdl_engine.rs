@@ -491,16 +491,6 @@ impl HdlEngine<RustHdl> {
     }
 }
 
-/// `nic_top` on Verilator when it is installed, otherwise on RustHDL's simulator (no
-/// external tool, but about a thousand times slower).
-pub fn hdl_engine(local_ip: [u8; 4]) -> Result<Box<dyn Engine>, verilator::Error> {
-    match HdlEngine::verilated(local_ip) {
-        Ok(engine) => Ok(Box::new(engine)),
-        Err(verilator::Error::VerilatorMissing) => Ok(Box::new(HdlEngine::rust_hdl(local_ip))),
-        Err(e) => Err(e),
-    }
-}
-
 impl<P: PortSim> HdlEngine<P> {
     /// Powers `sim` up: every input driven (output readies high, `local_ip`), `reset`
     /// held for [`RESET_CYCLES`], then cycles until the flow table has cleared itself

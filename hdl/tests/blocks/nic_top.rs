@@ -225,6 +225,7 @@ impl Bench<Inputs, Outputs> for Scenario {
                 out.rd_rcv_nxt as u32,
             ));
             self.command = None;
+            self.command_taken = false;
         }
         let beat = |data: u64, keep: u64, last: u64| Beat {
             data,
@@ -483,6 +484,7 @@ fn back_to_back(stall_probability: f64) {
         .collect();
     let mut ops = vec![Op::Command(0, ctx)];
     let mut expected_frames = vec![];
+    let mut expected_firmware = vec![];
     let mut seq = IRS;
     for pair in ulpdus.chunks(2) {
         let payload = fpdus(&[&pair[0], &pair[1]]);
@@ -493,9 +495,9 @@ fn back_to_back(stall_probability: f64) {
             ISS,
             &payload,
         )));
-        ops.push(Op::Frame(segment_with_port(
-            2000u16.wrapping_add(seq as u16),
-        )));
+        let syn = segment_with_port(2000u16.wrapping_add(seq as u16));
+        ops.push(Op::Frame(syn.clone()));
+        expected_firmware.push(syn);
         seq = seq.wrapping_add(payload.len() as u32);
         expected_frames.push(segment(false, TcpControl::None, ISS, seq, &[]));
     }
@@ -513,5 +515,5 @@ fn back_to_back(stall_probability: f64) {
     let delivered: Vec<(u16, Vec<u8>)> = ulpdus.into_iter().map(|u| (INDEX, u)).collect();
     assert_eq!(seen.to_host, delivered);
     assert_eq!(seen.to_network, expected_frames);
-    assert_eq!(seen.to_firmware.len(), 3);
+    assert_eq!(seen.to_firmware, expected_firmware);
 }

@@ -414,8 +414,13 @@ fn other_frame(rng: &mut StdRng, how: usize) -> Vec<u8> {
         }
         4 => f[IP] = 0x65, // version 6
         5 => {
-            // A total length beyond the frame.
-            let grown = (f.len() - IP) as u16 + rng.gen_range(1..100);
+            // A total length beyond the frame; sometimes so far that 14 + total wraps
+            // a 16-bit sum.
+            let grown = if rng.gen_bool(0.5) {
+                rng.gen_range(65_522..=u16::MAX)
+            } else {
+                (f.len() - IP) as u16 + rng.gen_range(1..100)
+            };
             f[IP + 2..IP + 4].copy_from_slice(&grown.to_be_bytes());
         }
         6 => f[IP + 2..IP + 4].copy_from_slice(&rng.gen_range(0u16..40).to_be_bytes()),
