@@ -120,7 +120,9 @@ impl Endpoint {
     }
 
     fn emit(this: Option<&Endpoint>, out: &mut [u8]) -> Result<()> {
-        let mut raw = [0u8; ENDPOINT_LEN];
+        // In place: a record is built in the host queue's slot.
+        let raw = out.get_mut(..ENDPOINT_LEN).ok_or(Error::BufferTooSmall)?;
+        raw.fill(0);
         if let Some(e) = this {
             raw[2..4].copy_from_slice(&e.port.to_le_bytes());
             match e.addr {
@@ -134,7 +136,7 @@ impl Endpoint {
                 }
             }
         }
-        put(out, 0, &raw)
+        Ok(())
     }
 }
 

@@ -31,11 +31,13 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
-/// A FIFO of byte strings in place, as a hardware queue holds them: each is copied once
-/// in and once out, never moved whole.
+/// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
+/// into its slot and copied once out, never moved whole.
 struct Ring<const SLOTS: usize, const SIZE: usize> {
     data: [[u8; SIZE]; SLOTS],
     len: [usize; SLOTS],
+    /// Where a string is written while the ring is full, to be dropped.
+    spare: [u8; SIZE],
     head: usize,
     count: usize,
 }
@@ -45,6 +47,7 @@ impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
         Ring {
             data: [[0; SIZE]; SLOTS],
             len: [0; SLOTS],
+            spare: [0; SIZE],
             head: 0,
             count: 0,
         }
@@ -52,16 +55,32 @@ impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
 }
 
 impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
-    /// Queue `bytes`; `false` (and nothing queued) when full or too long.
-    fn push(&mut self, bytes: &[u8]) -> bool {
-        if self.count == SLOTS || bytes.len() > SIZE {
+    /// Where the next string is written before [`Ring::commit`] queues it.
+    fn next_slot(&mut self) -> &mut [u8; SIZE] {
+        if self.count == SLOTS {
+            return &mut self.spare;
+        }
+        &mut self.data[(self.head + self.count) % SLOTS]
+    }
+
+    /// Queue the first `len` bytes of [`Ring::next_slot`]; `false` (and nothing queued)
+    /// when full or too long.
+    fn commit(&mut self, len: usize) -> bool {
+        if self.count == SLOTS || len > SIZE {
             return false;
         }
-        let slot = (self.head + self.count) % SLOTS;
-        self.data[slot][..bytes.len()].copy_from_slice(bytes);
-        self.len[slot] = bytes.len();
+        self.len[(self.head + self.count) % SLOTS] = len;
         self.count += 1;
         true
+    }
+
+    /// Queue a copy of `bytes`; `false` (and nothing queued) when full or too long.
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        match self.next_slot().get_mut(..bytes.len()) {
+            Some(slot) => slot.copy_from_slice(bytes),
+            None => return false,
+        }
+        self.commit(bytes.len())
     }
 
     /// The oldest entry, copied into `out`; its length.
@@ -85,7 +104,7 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
 #[derive(Default)]
 pub struct MemoryNic {
     rx: Ring<2, FRAME>,
-    tx: Ring<4, FRAME>,
+    tx: Ring<4, MAX_FRAME_LEN>,
     commands: Ring<2, MAX_RECORD_LEN>,
     records: Ring<4, MAX_RECORD_LEN>,
     flows: Vec<FlowContext, 4>,
@@ -95,9 +114,12 @@ impl Hal for MemoryNic {
     fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
         self.rx.pop_into(buf)
     }
-    fn transmit_frame(&mut self, frame: &[u8]) {
+    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+        self.tx.next_slot()
+    }
+    fn transmit_frame(&mut self, len: usize) {
         // A full queue drops the frame, like the hardware TX queue.
-        self.tx.push(frame);
+        self.tx.commit(len);
     }
     fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
         self.commands.pop_into(buf)
@@ -105,8 +127,11 @@ impl Hal for MemoryNic {
     fn host_space(&self) -> usize {
         self.records.room()
     }
-    fn push_record(&mut self, record: &[u8]) {
-        self.records.push(record);
+    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+        self.records.next_slot()
+    }
+    fn push_record(&mut self, len: usize) {
+        self.records.commit(len);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
         self.remove_flow(flow.index);
