@@ -2,7 +2,6 @@
 //! fixed buffers and a scripted initiator. It is the on-target proof that the state
 //! machine runs on the soft core's ISA, and the workload of the setup benchmark.
 
-use heapless::Vec;
 use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, Record, MAX_RECORD_LEN};
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
@@ -13,6 +12,10 @@ use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_L
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
+
+/// Connection indices the NIC's flow contexts cover: those of the largest firmware the
+/// scenarios run (`Firmware<8, _>`).
+const FLOWS: usize = 8;
 
 const NIC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const NIC_IP: [u8; 4] = [10, 0, 0, 1];
@@ -107,7 +110,8 @@ pub struct MemoryNic {
     tx: Ring<4, MAX_FRAME_LEN>,
     commands: Ring<2, MAX_RECORD_LEN>,
     records: Ring<4, MAX_RECORD_LEN>,
-    flows: Vec<FlowContext, 4>,
+    /// The datapath's contexts by connection index, as its block RAM holds them.
+    flows: [Option<FlowContext>; FLOWS],
 }
 
 impl Hal for MemoryNic {
@@ -134,14 +138,17 @@ impl Hal for MemoryNic {
         self.records.commit(len);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
-        self.remove_flow(flow.index);
-        let _ = self.flows.push(*flow);
+        if let Some(slot) = self.flows.get_mut(usize::from(flow.index)) {
+            *slot = Some(*flow);
+        }
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
-        self.flows.iter().find(|f| f.index == index).copied()
+        *self.flows.get(usize::from(index))?
     }
     fn remove_flow(&mut self, index: u16) {
-        self.flows.retain(|f| f.index != index);
+        if let Some(slot) = self.flows.get_mut(usize::from(index)) {
+            *slot = None;
+        }
     }
     fn receive_flow_event(&mut self) -> Option<FlowEvent> {
         None
