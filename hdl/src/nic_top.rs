@@ -62,7 +62,7 @@
 //! where the parser's good bit commits). The controller takes a held frame (its bank
 //! and header fields, since the parser's move on with the next frame), looks the
 //! 4-tuple up in the
-//! flow table (latency 2), reads the flow's context (block RAM, latency 2 from the index)
+//! flow table (latency 4), reads the flow's context (block RAM, latency 2 from the index)
 //! and decides as the model does:
 //!
 //! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
