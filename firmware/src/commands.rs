@@ -299,7 +299,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if neg.peer_to_peer {
             self.conns[i].state = State::AwaitRtr;
             self.conns[i].owed = Owed::AcceptCompletion(tag);
-            self.conns[i].phase_deadline = self.after(self.config.mpa_reply_timeout);
+            self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
             self.install_flow(hal, i, true);
             self.arm(i, true, true);
         } else {

@@ -2,18 +2,53 @@
 //! contexts and counters. A board implements it over MMIO on the soft core's bus; the
 //! testbench over a simulation engine; the tests over a script.
 
+use core::hash::{Hash, Hasher};
+
 use crate::counters::Counters;
 
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
 /// A TCP connection's addresses as seen from this NIC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FourTuple {
     pub local_ip: [u8; 4],
     pub local_port: u16,
     pub remote_ip: [u8; 4],
     pub remote_port: u16,
+}
+
+/// Three words, not twelve bytes and two length prefixes as derived: the tuple is
+/// hashed for every frame the firmware takes, and word hashing is a few instructions.
+impl Hash for FourTuple {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u32(u32::from_le_bytes(self.local_ip));
+        state.write_u32(u32::from_le_bytes(self.remote_ip));
+        state.write_u32(u32::from(self.local_port) << 16 | u32::from(self.remote_port));
+    }
+}
+
+/// The hash of the firmware's 4-tuple index and of its initial sequence numbers: a
+/// multiply per word and a murmur3 finish, so every bit of the tuple reaches the low
+/// bits the index uses. Seeded with a secret for sequence numbers (RFC 6528).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WordHasher(pub u32);
+
+impl Hasher for WordHasher {
+    fn write_u32(&mut self, word: u32) {
+        self.0 = (self.0 ^ word).wrapping_mul(0x9E37_79B1).rotate_left(13);
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.write_u32(u32::from(b)));
+    }
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x85EB_CA6B);
+        h ^= h >> 13;
+        h = h.wrapping_mul(0xC2B2_AE35);
+        u64::from(h ^ (h >> 16))
+    }
 }
 
 /// What the datapath needs to carry a connection in FPDU mode, written by the firmware at
@@ -71,8 +106,13 @@ pub struct FlowEvent {
 pub trait Hal {
     /// Copy the next frame of the firmware RX queue into `buf`; its length, or `None`.
     fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize>;
-    /// Queue a frame on the firmware TX queue. A full queue drops it (TCP retransmits).
-    fn transmit_frame(&mut self, frame: &[u8]);
+    /// Where the next frame for the firmware TX queue is built: the firmware writes it
+    /// in place (on the board, the queue's free slot in the soft core's memory), so no
+    /// frame is copied on its way out.
+    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN];
+    /// Queue the first `len` bytes of [`Hal::transmit_buffer`] on the firmware TX queue.
+    /// A full queue drops the frame (TCP retransmits).
+    fn transmit_frame(&mut self, len: usize);
     /// Copy the next host command record into `buf`; its length, or `None`.
     fn receive_command(
         &mut self,
@@ -81,8 +121,12 @@ pub trait Hal {
     /// Records (completions, events) the host queue can take now. The firmware takes no
     /// input that could produce a record unless there is room, so none is ever lost.
     fn host_space(&self) -> usize;
-    /// Queue a completion or event record to the host.
-    fn push_record(&mut self, record: &[u8]);
+    /// Where the next record for the host queue is built, in place as a frame is in
+    /// [`Hal::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes.
+    fn record_buffer(&mut self) -> &mut [u8; iwnic_proto::host::MAX_RECORD_LEN];
+    /// Queue the first `len` bytes of [`Hal::record_buffer`], a completion or an event,
+    /// to the host.
+    fn push_record(&mut self, len: usize);
     /// Install or update a flow in the datapath.
     fn write_flow(&mut self, flow: &FlowContext);
     /// The datapath's current view of a flow (sequence numbers advance in FPDU mode).

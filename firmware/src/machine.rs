@@ -2,7 +2,9 @@
 //! frames, datapath reports and time. Handling per input lives in `commands.rs` and
 //! `segments.rs`; timers are here.
 
-use heapless::index_map::FnvIndexMap;
+use core::hash::{Hash, Hasher};
+use hash32::BuildHasherDefault;
+use heapless::index_map::IndexMap;
 use iwnic_proto::errno::ETIMEDOUT;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
@@ -13,10 +15,10 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FourTuple, Hal, MAX_FRAME_LEN};
+use crate::hal::{FlowContext, FourTuple, Hal, WordHasher, MAX_FRAME_LEN};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
-use crate::timer::TimerWheel;
+use crate::timer::{Clock, TimerWheel};
 
 /// Listeners one NIC holds.
 pub const MAX_LISTENERS: usize = 16;
@@ -199,9 +201,9 @@ pub(crate) struct Listener {
 /// The connection state machine of one NIC: `N` connections (a power of two, for the
 /// 4-tuple index), `B` negotiation buffers (connections negotiating MPA at once).
 ///
-/// It owns every byte it works in: the tables, and scratch buffers for one received
-/// frame, one host command, one transmitted frame and one record, so a poll clears no
-/// large buffers on the stack.
+/// It owns every byte it works in: the tables, and buffers for one received frame and
+/// one host command, so a poll clears no large buffers on the stack. Frames and records
+/// it sends are built in place in the Hal's queues.
 pub struct Firmware<const N: usize, const B: usize> {
     machine: Machine<N, B>,
     frame: [u8; MAX_FRAME_LEN],
@@ -213,7 +215,7 @@ pub struct Firmware<const N: usize, const B: usize> {
 pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) config: Config,
     pub(crate) conns: [Conn; N],
-    pub(crate) by_tuple: FnvIndexMap<FourTuple, u32, N>,
+    pub(crate) by_tuple: IndexMap<FourTuple, u32, BuildHasherDefault<WordHasher>, N>,
     pub(crate) free_head: u32,
     pub(crate) live: usize,
     pub(crate) timers: TimerWheel<N>,
@@ -223,16 +225,48 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
     pub(crate) listener_generations: [u16; MAX_LISTENERS],
     pub(crate) event_seq: u32,
-    pub(crate) isn_clock: u32,
     pub(crate) next_port: u16,
     pub(crate) counters: Counters,
     published: Counters,
     published_at: u32,
     started: bool,
+    clock: Clock,
     pub(crate) now_ms: u32,
-    /// Where frames and records are built before they go to the Hal.
-    pub(crate) tx_frame: [u8; MAX_FRAME_LEN],
-    pub(crate) record: [u8; MAX_RECORD_LEN],
+    /// The configuration's timeouts in milliseconds, the unit of the timers.
+    pub(crate) timeouts: Timeouts,
+}
+
+/// [`Config`]'s durations in milliseconds, converted once (a 64-bit division each).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub mpa_request: u32,
+    pub mpa_reply: u32,
+    pub rto_initial: u32,
+    pub rto_max: u32,
+    pub time_wait: u32,
+    pub fin_wait_2: u32,
+}
+
+impl Timeouts {
+    const fn of(config: &Config) -> Timeouts {
+        // Deadlines are compared on a wrapping u32 clock: half its range at most.
+        const fn ms(d: smoltcp::time::Duration) -> u32 {
+            let ms = d.total_millis();
+            if ms > (u32::MAX / 2) as u64 {
+                u32::MAX / 2
+            } else {
+                ms as u32
+            }
+        }
+        Timeouts {
+            mpa_request: ms(config.mpa_request_timeout),
+            mpa_reply: ms(config.mpa_reply_timeout),
+            rto_initial: ms(config.rto_initial),
+            rto_max: ms(config.rto_max),
+            time_wait: ms(config.time_wait),
+            fin_wait_2: ms(config.fin_wait_2_timeout),
+        }
+    }
 }
 
 /// Where the payload of a segment comes from.
@@ -257,10 +291,9 @@ pub(crate) enum PrivateData {
     OfReceivedFrame,
 }
 
-/// Build `segment` with `payload` in `scratch` and queue it.
+/// Build `segment` with `payload` in the Hal's transmit buffer and queue it.
 fn transmit<H: Hal>(
     checksums: Checksums,
-    scratch: &mut [u8; MAX_FRAME_LEN],
     counters: &mut Counters,
     hal: &mut H,
     segment: &SegmentOut,
@@ -270,8 +303,8 @@ fn transmit<H: Hal>(
         counters.resets_sent += 1;
     }
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
-    if let Ok(len) = segment.emit(payload, scratch, checksums) {
-        hal.transmit_frame(&scratch[..len]);
+    if let Ok(len) = segment.emit(payload, hal.transmit_buffer(), checksums) {
+        hal.transmit_frame(len);
         counters.frames_sent += 1;
     }
 }
@@ -387,7 +420,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         Machine {
             config,
             conns,
-            by_tuple: FnvIndexMap::new(),
+            by_tuple: IndexMap::new(),
             free_head: if N > 0 { 0 } else { NIL },
             live: 0,
             timers: TimerWheel::new(),
@@ -397,22 +430,20 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             listeners: [None; MAX_LISTENERS],
             listener_generations: [1; MAX_LISTENERS],
             event_seq: 0,
-            isn_clock: 0,
             next_port: 0,
             counters: Counters::ZERO,
             published: Counters::ZERO,
             published_at: u32::MAX,
             started: false,
+            clock: Clock::NEW,
             now_ms: 0,
-            tx_frame: [0; MAX_FRAME_LEN],
-            record: [0; MAX_RECORD_LEN],
+            timeouts: Timeouts::of(&config),
         }
     }
 
     fn set_time(&mut self, now: Instant) {
-        self.now_ms = now.total_millis() as u32;
-        // RFC 6528: the ISN clock ticks every 4 µs.
-        self.isn_clock = (now.total_micros() as u64 >> 2) as u32;
+        self.clock.set(now.total_micros());
+        self.now_ms = self.clock.millis();
         if !self.started {
             self.timers.start(self.now_ms);
             self.started = true;
@@ -465,7 +496,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             generation,
             tuple,
             remote_mac,
-            rto: self.ms(self.config.rto_initial),
+            rto: self.timeouts.rto_initial,
             ..Conn::FREE
         };
         self.live += 1;
@@ -553,12 +584,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     // ---- time -----------------------------------------------------------------------
 
-    pub(crate) fn ms(&self, d: smoltcp::time::Duration) -> u32 {
-        d.total_millis().min(u64::from(u32::MAX / 2)) as u32
-    }
-
-    pub(crate) fn after(&self, d: smoltcp::time::Duration) -> u32 {
-        self.now_ms.wrapping_add(self.ms(d))
+    /// The millisecond `ms` from now.
+    pub(crate) fn after(&self, ms: u32) -> u32 {
+        self.now_ms.wrapping_add(ms)
     }
 
     /// Arm the connection's timer for the earlier of its retransmission timeout (when
@@ -578,12 +606,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// Restart retransmission with the initial timeout.
     pub(crate) fn reset_backoff(&mut self, i: usize) {
         self.conns[i].retries = 0;
-        self.conns[i].rto = self.ms(self.config.rto_initial);
+        self.conns[i].rto = self.timeouts.rto_initial;
     }
 
     /// Count a retransmission and double the timeout; `false` when retries ran out.
     pub(crate) fn back_off(&mut self, i: usize, limit: u8) -> bool {
-        let max = self.ms(self.config.rto_max);
+        let max = self.timeouts.rto_max;
         let c = &mut self.conns[i];
         if c.retries >= limit {
             return false;
@@ -600,18 +628,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// RFC 6528 initial sequence number: the 4 µs clock plus a keyed hash of the 4-tuple.
     pub(crate) fn isn(&self, t: &FourTuple) -> u32 {
-        let mut h: u32 = 0x811C_9DC5 ^ self.config.isn_secret;
-        let (local_port, remote_port) = (t.local_port.to_be_bytes(), t.remote_port.to_be_bytes());
-        for &b in t
-            .local_ip
-            .iter()
-            .chain(&t.remote_ip)
-            .chain(&local_port)
-            .chain(&remote_port)
-        {
-            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
-        self.isn_clock.wrapping_add(h)
+        let mut h = WordHasher(self.config.isn_secret);
+        t.hash(&mut h);
+        self.clock.isn_ticks().wrapping_add(h.finish() as u32)
     }
 
     // ---- output ---------------------------------------------------------------------
@@ -627,11 +646,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         payload: Payload,
     ) {
         // Field by field, so the payload can come from a negotiation buffer while the
-        // frame is built in the transmit scratch.
+        // counters change.
         let Machine {
             conns,
             buffers,
-            tx_frame,
             counters,
             config,
             ..
@@ -658,19 +676,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             window: config.window,
             syn_options: syn.then_some((config.mss, config.window_shift)),
         };
-        transmit(config.checksums, tx_frame, counters, hal, &segment, payload);
+        transmit(config.checksums, counters, hal, &segment, payload);
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
     pub(crate) fn send_stray<H: Hal>(&mut self, hal: &mut H, segment: &SegmentOut) {
-        transmit(
-            self.config.checksums,
-            &mut self.tx_frame,
-            &mut self.counters,
-            hal,
-            segment,
-            &[],
-        );
+        transmit(self.config.checksums, &mut self.counters, hal, segment, &[]);
     }
 
     /// Send RST at `snd_nxt`.
@@ -688,9 +699,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             status,
             handle,
         })
-        .emit(&mut self.record)
+        .emit(hal.record_buffer())
         {
-            hal.push_record(&self.record[..len]);
+            hal.push_record(len);
         }
     }
 
@@ -706,7 +717,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let Machine {
             conns,
             buffers,
-            record,
             counters,
             listener_generations,
             event_seq,
@@ -752,8 +762,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ord,
             private_data,
         };
-        if let Ok(len) = event.emit(record) {
-            hal.push_record(&record[..len]);
+        if let Ok(len) = event.emit(hal.record_buffer()) {
+            hal.push_record(len);
             counters.events_raised += 1;
         }
     }

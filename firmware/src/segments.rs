@@ -167,7 +167,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.send_ack(hal, i);
                 self.send_staged(hal, i, false);
                 self.conns[i].state = State::AwaitReply;
-                self.conns[i].phase_deadline = self.after(self.config.mpa_reply_timeout);
+                self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
                 self.arm(i, true, true);
             }
             (_, Some(ack)) if ack != snd_nxt => {
@@ -194,7 +194,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 if self.take_buffer(i).is_none() {
                     return self.abort(hal, i, -ECONNRESET);
                 }
-                self.conns[i].phase_deadline = self.after(self.config.mpa_request_timeout);
+                self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 self.arm(i, false, true);
                 self.in_stream(hal, i, seg);
             }
@@ -276,7 +276,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             State::FinWait1 if all_acked => {
                 self.conns[i].state = State::FinWait2;
                 self.release_buffer(i);
-                self.conns[i].phase_deadline = self.after(self.config.fin_wait_2_timeout);
+                self.conns[i].phase_deadline = self.after(self.timeouts.fin_wait_2);
                 self.arm(i, false, true);
             }
             State::Closing if all_acked => self.enter_time_wait(hal, i),
@@ -605,7 +605,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].state = State::TimeWait;
         self.release_buffer(i);
         self.settle(hal, i, 0);
-        self.conns[i].phase_deadline = self.after(self.config.time_wait);
+        self.conns[i].phase_deadline = self.after(self.timeouts.time_wait);
         self.arm(i, false, true);
     }
 

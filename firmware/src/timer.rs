@@ -12,6 +12,54 @@ fn not_after(a: u32, b: u32) -> bool {
     (b.wrapping_sub(a) as i32) >= 0
 }
 
+/// The time `poll` was given, as the milliseconds the timers run on and the RFC 6528
+/// 4 µs clock. Milliseconds advance by the step since the last poll: riscv32 has no
+/// 64-bit divide, and dividing the full microsecond count costs two library calls per
+/// poll, where a step under 2^32 µs costs one 32-bit `divu`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    /// The last time given, µs; negative until the first poll (a full division then).
+    micros: i64,
+    /// `micros / 1000` (truncated, as `Instant::total_millis`) and `micros % 1000`.
+    millis: u32,
+    sub_millis: u32,
+}
+
+impl Clock {
+    pub(crate) const NEW: Clock = Clock {
+        micros: -1,
+        millis: 0,
+        sub_millis: 0,
+    };
+
+    pub(crate) fn set(&mut self, micros: i64) {
+        let step = micros.wrapping_sub(self.micros);
+        if self.micros >= 0 && (0..i64::from(u32::MAX - 1000)).contains(&step) {
+            let sub = self.sub_millis + step as u32;
+            self.millis = self.millis.wrapping_add(sub / 1000);
+            self.sub_millis = sub % 1000;
+        } else {
+            // The first poll, time going backwards or a jump of over an hour.
+            self.millis = (micros / 1000) as u32;
+            self.sub_millis = if micros >= 0 {
+                (micros % 1000) as u32
+            } else {
+                0
+            };
+        }
+        self.micros = micros;
+    }
+
+    pub(crate) fn millis(&self) -> u32 {
+        self.millis
+    }
+
+    /// The RFC 6528 ISN clock: one tick every 4 µs.
+    pub(crate) fn isn_ticks(&self) -> u32 {
+        (self.micros as u64 >> 2) as u32
+    }
+}
+
 /// Timers of `N` connections, in milliseconds.
 pub(crate) struct TimerWheel<const N: usize> {
     next: [u32; N],
@@ -118,6 +166,34 @@ impl<const N: usize> TimerWheel<N> {
 mod tests {
     use super::*;
     use std::vec::Vec;
+
+    proptest::proptest! {
+        /// The clock's milliseconds are always those of the full division, whatever
+        /// the sequence of times: small steps, jumps, time going backwards, negatives.
+        #[test]
+        fn clock_matches_the_full_division(
+            times in proptest::collection::vec(
+                proptest::prop_oneof![
+                    0i64..5_000,
+                    0i64..(1 << 40),
+                    -(1i64 << 40)..(1 << 40),
+                    (i64::MAX - (1 << 33))..i64::MAX,
+                ],
+                1..40,
+            ),
+            steps in proptest::collection::vec(0i64..3_000, 1..40),
+        ) {
+            let mut clock = Clock::NEW;
+            for (&base, &step) in times.iter().zip(steps.iter().cycle()) {
+                for t in [base, base.saturating_add(step)] {
+                    clock.set(t);
+                    let now = smoltcp::time::Instant::from_micros(t);
+                    proptest::prop_assert_eq!(clock.millis(), now.total_millis() as u32);
+                    proptest::prop_assert_eq!(clock.isn_ticks(), (now.total_micros() as u64 >> 2) as u32);
+                }
+            }
+        }
+    }
 
     fn drain<const N: usize>(w: &mut TimerWheel<N>, now: u32) -> Vec<usize> {
         let mut v: Vec<usize> = core::iter::from_fn(|| w.next_expired(now)).collect();

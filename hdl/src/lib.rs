@@ -7,7 +7,7 @@
 //! - [`crc32c`]: CRC32c over 64-bit beats with a partial last beat, as XOR matrices that
 //!   `build.rs` generates;
 //! - [`flow_table`]: flow lookup, 4-tuple → connection index in block RAM (64 buckets
-//!   × 4 ways, XOR-fold hash, lookup latency 2), written by the firmware;
+//!   × 4 ways, XOR-fold hash, a four-stage lookup), written by the firmware;
 //! - [`mpa_rx`]: MPA receive delineation (TCP payload → ULPDUs, CRC32c checked, flow
 //!   errors latched);
 //! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
@@ -19,6 +19,7 @@
 //! The block tests (`tests/blocks`) run every vector on RustHDL's simulator stepped by
 //! hand and on Verilator in lock step, against `iwnic-proto`'s software reference.
 
+pub mod block_ram;
 pub mod crc32c;
 pub mod export;
 pub mod flow_table;

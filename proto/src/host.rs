@@ -102,17 +102,18 @@ impl Endpoint {
 
     /// `None` for the all-zero "unused" encoding.
     fn parse(b: &[u8]) -> Result<Option<Endpoint>> {
-        let raw: [u8; ENDPOINT_LEN] = get(b, 0)?;
+        // Read where it lies: a command is parsed in the firmware's receive buffer.
+        let raw = b.get(..ENDPOINT_LEN).ok_or(Error::Truncated)?;
         let port = u16::from_le_bytes([raw[2], raw[3]]);
-        let addr = &raw[4..];
+        let zero_from = |at: usize| raw[at..].iter().all(|&x| x == 0);
         match (raw[0], raw[1]) {
-            (0, 0) if raw.iter().all(|&x| x == 0) => Ok(None),
-            (4, 0) if addr[4..].iter().all(|&x| x == 0) => Ok(Some(Endpoint {
-                addr: IpAddr::V4([addr[0], addr[1], addr[2], addr[3]]),
+            (0, 0) if zero_from(2) => Ok(None),
+            (4, 0) if zero_from(8) => Ok(Some(Endpoint {
+                addr: IpAddr::V4([raw[4], raw[5], raw[6], raw[7]]),
                 port,
             })),
             (6, 0) => Ok(Some(Endpoint {
-                addr: IpAddr::V6(get(addr, 0)?),
+                addr: IpAddr::V6(get(raw, 4)?),
                 port,
             })),
             _ => Err(Error::Malformed),
@@ -120,7 +121,9 @@ impl Endpoint {
     }
 
     fn emit(this: Option<&Endpoint>, out: &mut [u8]) -> Result<()> {
-        let mut raw = [0u8; ENDPOINT_LEN];
+        // In place: a record is built in the host queue's slot.
+        let raw = out.get_mut(..ENDPOINT_LEN).ok_or(Error::BufferTooSmall)?;
+        raw.fill(0);
         if let Some(e) = this {
             raw[2..4].copy_from_slice(&e.port.to_le_bytes());
             match e.addr {
@@ -134,7 +137,7 @@ impl Endpoint {
                 }
             }
         }
-        put(out, 0, &raw)
+        Ok(())
     }
 }
 

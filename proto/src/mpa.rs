@@ -252,10 +252,12 @@ impl<'a> FrameRepr<'a> {
         }
         let frame = Frame::new_unchecked(bytes);
         let flags = frame.flags();
-        let kind = match frame.key() {
-            k if k == REQUEST_KEY => FrameKind::Request,
-            k if k == REPLY_KEY && flags & flags::REJECT != 0 => FrameKind::Reject,
-            k if k == REPLY_KEY => FrameKind::Accept,
+        // The key as one number: four word compares instead of a byte-wise memcmp.
+        let key = |k: &[u8; 16]| u128::from_le_bytes(*k);
+        let kind = match frame.key().try_into().map(key) {
+            Ok(k) if k == key(REQUEST_KEY) => FrameKind::Request,
+            Ok(k) if k == key(REPLY_KEY) && flags & flags::REJECT != 0 => FrameKind::Reject,
+            Ok(k) if k == key(REPLY_KEY) => FrameKind::Accept,
             _ => return Err(Error::BadKey),
         };
         let revision = frame.revision();

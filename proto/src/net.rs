@@ -234,6 +234,8 @@ fn scan_options(mut options: &[u8]) -> core::result::Result<(Option<u16>, Option
 }
 
 impl<'a> TcpSegment<'a> {
+    /// Inlined, so the segment is built where the caller keeps it, not copied there.
+    #[inline]
     pub fn parse(
         frame: &'a [u8],
         checksums: Checksums,

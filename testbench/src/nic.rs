@@ -19,6 +19,14 @@ struct NicHal<'a, E: Engine> {
     engine: &'a mut E,
     host: &'a InProcessNic,
     counters: &'a mut Counters,
+    buffers: &'a mut OutBuffers,
+}
+
+/// Where the firmware builds its next frame and record (the queues' free slots on a
+/// board); the Hal hands them to the engine and the host link from there.
+struct OutBuffers {
+    frame: [u8; MAX_FRAME_LEN],
+    record: [u8; MAX_RECORD_LEN],
 }
 
 impl<E: Engine> Hal for NicHal<'_, E> {
@@ -28,8 +36,11 @@ impl<E: Engine> Hal for NicHal<'_, E> {
         buf[..len].copy_from_slice(&frame[..len]);
         Some(len)
     }
-    fn transmit_frame(&mut self, frame: &[u8]) {
-        self.engine.firmware_transmit(frame);
+    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+        &mut self.buffers.frame
+    }
+    fn transmit_frame(&mut self, len: usize) {
+        self.engine.firmware_transmit(&self.buffers.frame[..len]);
     }
     fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
         self.host.receive_command(buf)
@@ -37,8 +48,11 @@ impl<E: Engine> Hal for NicHal<'_, E> {
     fn host_space(&self) -> usize {
         self.host.host_space()
     }
-    fn push_record(&mut self, record: &[u8]) {
-        self.host.push_record(record);
+    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+        &mut self.buffers.record
+    }
+    fn push_record(&mut self, len: usize) {
+        self.host.push_record(&self.buffers.record[..len]);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
         self.engine.write_flow(flow);
@@ -61,6 +75,7 @@ impl<E: Engine> Hal for NicHal<'_, E> {
 pub struct Nic<E: Engine> {
     pub engine: E,
     firmware: Box<SimFirmware>,
+    buffers: Box<OutBuffers>,
     host: InProcessNic,
     /// The firmware's counters as its register window shows them.
     pub firmware_counters: Counters,
@@ -74,6 +89,10 @@ impl<E: Engine> Nic<E> {
         Nic {
             engine,
             firmware: Box::new(SimFirmware::new(config)),
+            buffers: Box::new(OutBuffers {
+                frame: [0; MAX_FRAME_LEN],
+                record: [0; MAX_RECORD_LEN],
+            }),
             host,
             firmware_counters: Counters::ZERO,
             poll_period,
@@ -110,6 +129,7 @@ impl<E: Engine> Nic<E> {
             engine: &mut self.engine,
             host: &self.host,
             counters: &mut self.firmware_counters,
+            buffers: &mut self.buffers,
         };
         self.firmware.poll(&mut hal, now);
         moved

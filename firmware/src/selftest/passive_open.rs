@@ -2,7 +2,6 @@
 //! fixed buffers and a scripted initiator. It is the on-target proof that the state
 //! machine runs on the soft core's ISA, and the workload of the setup benchmark.
 
-use heapless::Vec;
 use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, Record, MAX_RECORD_LEN};
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
@@ -13,6 +12,10 @@ use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_L
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
+
+/// Connection indices the NIC's flow contexts cover: those of the largest firmware the
+/// scenarios run (`Firmware<8, _>`).
+const FLOWS: usize = 8;
 
 const NIC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const NIC_IP: [u8; 4] = [10, 0, 0, 1];
@@ -31,11 +34,13 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
-/// A FIFO of byte strings in place, as a hardware queue holds them: each is copied once
-/// in and once out, never moved whole.
+/// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
+/// into its slot and copied once out, never moved whole.
 struct Ring<const SLOTS: usize, const SIZE: usize> {
     data: [[u8; SIZE]; SLOTS],
     len: [usize; SLOTS],
+    /// Where a string is written while the ring is full, to be dropped.
+    spare: [u8; SIZE],
     head: usize,
     count: usize,
 }
@@ -45,6 +50,7 @@ impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
         Ring {
             data: [[0; SIZE]; SLOTS],
             len: [0; SLOTS],
+            spare: [0; SIZE],
             head: 0,
             count: 0,
         }
@@ -52,16 +58,32 @@ impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
 }
 
 impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
-    /// Queue `bytes`; `false` (and nothing queued) when full or too long.
-    fn push(&mut self, bytes: &[u8]) -> bool {
-        if self.count == SLOTS || bytes.len() > SIZE {
+    /// Where the next string is written before [`Ring::commit`] queues it.
+    fn next_slot(&mut self) -> &mut [u8; SIZE] {
+        if self.count == SLOTS {
+            return &mut self.spare;
+        }
+        &mut self.data[(self.head + self.count) % SLOTS]
+    }
+
+    /// Queue the first `len` bytes of [`Ring::next_slot`]; `false` (and nothing queued)
+    /// when full or too long.
+    fn commit(&mut self, len: usize) -> bool {
+        if self.count == SLOTS || len > SIZE {
             return false;
         }
-        let slot = (self.head + self.count) % SLOTS;
-        self.data[slot][..bytes.len()].copy_from_slice(bytes);
-        self.len[slot] = bytes.len();
+        self.len[(self.head + self.count) % SLOTS] = len;
         self.count += 1;
         true
+    }
+
+    /// Queue a copy of `bytes`; `false` (and nothing queued) when full or too long.
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        match self.next_slot().get_mut(..bytes.len()) {
+            Some(slot) => slot.copy_from_slice(bytes),
+            None => return false,
+        }
+        self.commit(bytes.len())
     }
 
     /// The oldest entry, copied into `out`; its length.
@@ -85,19 +107,23 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
 #[derive(Default)]
 pub struct MemoryNic {
     rx: Ring<2, FRAME>,
-    tx: Ring<4, FRAME>,
+    tx: Ring<4, MAX_FRAME_LEN>,
     commands: Ring<2, MAX_RECORD_LEN>,
     records: Ring<4, MAX_RECORD_LEN>,
-    flows: Vec<FlowContext, 4>,
+    /// The datapath's contexts by connection index, as its block RAM holds them.
+    flows: [Option<FlowContext>; FLOWS],
 }
 
 impl Hal for MemoryNic {
     fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
         self.rx.pop_into(buf)
     }
-    fn transmit_frame(&mut self, frame: &[u8]) {
+    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+        self.tx.next_slot()
+    }
+    fn transmit_frame(&mut self, len: usize) {
         // A full queue drops the frame, like the hardware TX queue.
-        self.tx.push(frame);
+        self.tx.commit(len);
     }
     fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
         self.commands.pop_into(buf)
@@ -105,18 +131,24 @@ impl Hal for MemoryNic {
     fn host_space(&self) -> usize {
         self.records.room()
     }
-    fn push_record(&mut self, record: &[u8]) {
-        self.records.push(record);
+    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+        self.records.next_slot()
+    }
+    fn push_record(&mut self, len: usize) {
+        self.records.commit(len);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
-        self.remove_flow(flow.index);
-        let _ = self.flows.push(*flow);
+        if let Some(slot) = self.flows.get_mut(usize::from(flow.index)) {
+            *slot = Some(*flow);
+        }
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
-        self.flows.iter().find(|f| f.index == index).copied()
+        *self.flows.get(usize::from(index))?
     }
     fn remove_flow(&mut self, index: u16) {
-        self.flows.retain(|f| f.index != index);
+        if let Some(slot) = self.flows.get_mut(usize::from(index)) {
+            *slot = None;
+        }
     }
     fn receive_flow_event(&mut self) -> Option<FlowEvent> {
         None

@@ -46,6 +46,18 @@ pub struct ScriptedHal {
     pub flow_removes: Vec<u16>,
     pub flow_events: VecDeque<FlowEvent>,
     pub counters: Counters,
+    /// Where the firmware builds its next frame and record.
+    pub tx_buffer: Buffer<MAX_FRAME_LEN>,
+    pub record_buffer: Buffer<MAX_RECORD_LEN>,
+}
+
+/// A zeroed byte buffer on the heap (arrays this long have no `Default`).
+pub struct Buffer<const N: usize>(Box<[u8; N]>);
+
+impl<const N: usize> Default for Buffer<N> {
+    fn default() -> Self {
+        Buffer(Box::new([0; N]))
+    }
 }
 
 impl Hal for ScriptedHal {
@@ -55,8 +67,11 @@ impl Hal for ScriptedHal {
         buf[..len].copy_from_slice(&frame[..len]);
         Some(len)
     }
-    fn transmit_frame(&mut self, frame: &[u8]) {
-        self.tx.push(frame.to_vec());
+    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+        &mut self.tx_buffer.0
+    }
+    fn transmit_frame(&mut self, len: usize) {
+        self.tx.push(self.tx_buffer.0[..len].to_vec());
     }
     fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
         let record = self.commands.pop_front()?;
@@ -67,12 +82,15 @@ impl Hal for ScriptedHal {
     fn host_space(&self) -> usize {
         self.host_room.saturating_sub(self.records.len())
     }
-    fn push_record(&mut self, record: &[u8]) {
+    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+        &mut self.record_buffer.0
+    }
+    fn push_record(&mut self, len: usize) {
         assert!(
             self.host_space() > 0,
             "the firmware pushed a record into a full host queue"
         );
-        self.records.push(record.to_vec());
+        self.records.push(self.record_buffer.0[..len].to_vec());
     }
     fn write_flow(&mut self, flow: &FlowContext) {
         self.flows.insert(flow.index, *flow);

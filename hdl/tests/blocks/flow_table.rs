@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use iwnic_hdl::flow_table::{hash, pack, EcpFlowTable, FlowTable, ECP5_SET_BITS, WAYS};
+use iwnic_hdl::flow_table::{
+    hash, pack, EcpFlowTable, FlowTable, ECP5_SET_BITS, LOOKUP_LATENCY, WAYS,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -110,7 +112,7 @@ impl Reference {
 }
 
 /// Offers the operations (each held until taken, after a random idle), checks each
-/// lookup's result exactly two cycles after it was taken and each command's status in
+/// lookup's result exactly `LOOKUP_LATENCY` cycles after it was taken and each command's status in
 /// its `done` cycle.
 struct TableBench {
     reset_cycles: u32,
@@ -273,7 +275,7 @@ impl Bench<Inputs, Outputs> for TableBench {
             self.offering_lookup = false;
             let found = self.reference.map.get(&t).copied();
             self.results
-                .push_back((cycle + 2, found.is_some(), found.unwrap_or(0)));
+                .push_back((cycle + LOOKUP_LATENCY, found.is_some(), found.unwrap_or(0)));
         }
         if outputs.result_valid == 1 {
             let (due, hit, index) = self.results.pop_front().expect("a result too many");
@@ -362,8 +364,9 @@ fn flow_table_directed_operations() {
     }
 }
 
-/// Back to back, a lookup is taken every cycle except a command's read cycle, and each
-/// result comes exactly two cycles later.
+/// Back to back, a lookup is taken every cycle except a command's read and write cycles,
+/// and each
+/// result comes exactly `LOOKUP_LATENCY` cycles later.
 #[test]
 fn flow_table_lookups_back_to_back_with_commands() {
     let mut rng = StdRng::seed_from_u64(0xB2B);
@@ -377,8 +380,12 @@ fn flow_table_lookups_back_to_back_with_commands() {
         }
     }
     let (timing, bench) = run(&ops, false, 0.0, 3);
-    // Two reset cycles, the clear, 200 lookups, 20 read cycles, 2 cycles of latency.
-    assert_eq!(timing.cycles, 2 + (1 << ECP5_SET_BITS) + 200 + 20 + 2);
+    // Two reset cycles, the clear, 200 lookups, 20 commands' read and write cycles, the
+    // latency.
+    assert_eq!(
+        timing.cycles,
+        2 + (1 << ECP5_SET_BITS) + 200 + 2 * 20 + LOOKUP_LATENCY
+    );
     assert_eq!(bench.hits + bench.misses, 200);
 }
 
