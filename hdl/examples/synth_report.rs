@@ -8,7 +8,7 @@
 //! ```text
 //! crc32c       2805 LUT4    65 FF   0 DP16KD   108.7 MHz   (97 s)
 //! mpa_tx       2040 LUT4   119 FF   0 DP16KD   110.4 MHz   (43 s)
-//! mpa_rx       3119 LUT4   421 FF   0 DP16KD    82.7 MHz   (62 s)
+//! mpa_rx       2801 LUT4   610 FF   0 DP16KD   125.4 MHz   (31 s)
 //! flow_table    911 LUT4   918 FF  16 DP16KD   114.8 MHz   (30 s)
 //! packet_fifo   437 LUT4   343 FF   3 DP16KD   114.9 MHz    (5 s)
 //! ```

@@ -40,6 +40,17 @@
 //! for the ULPDU, so each output beat is two bytes of the current input beat over six of
 //! the previous one, or six over two: a two-way choice, not a barrel shifter.
 //!
+//! **Two stages**: stage 1 decodes the word roles, runs the CRC register, realigns the
+//! ULPDU and decides which output beats the input beat owes, assuming its CRC words
+//! match; it compares word 0 against the CRC register. Stage 2, a cycle later,
+//! compares word 1 against the CRC after word 0, applies the CRC verdicts (a bad word 0
+//! ends the flow before word 1; a bad CRC word makes its ULPDU's last beat bad) and
+//! the errors' order, and pushes into the output queue. Stage 1 does not stop at an
+//! error it cannot see yet: once the flow has failed its state no longer matters, and
+//! stage 2 drops the beats that follow. `busy` is high while a beat is in stage 2 or
+//! the queue, so a user that waits for it low after a segment's last beat has all of
+//! the segment's ULPDUs out and its errors latched.
+//!
 //! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
 //! the output queue has no bubbles of its own. A beat finishes at most two output
 //! beats: a ULPDU of 9+ bytes whose length is 1 or 2 mod 8 and whose FPDU starts at
@@ -47,20 +58,24 @@
 //! beat and its 1–2-byte final beat both due (and a segment that ends inside an FPDU
 //! owes a full beat and a closing bad one). Such an FPDU is exactly `m + 1` beats long
 //! for `m + 1` output beats, and its header beat finished none, so over each FPDU no
-//! more beats leave than arrive; a three-beat output queue absorbs the difference, and
-//! `in_ready` asks for two free places after this cycle's dequeue (so it is
-//! combinational from `ulpdu_ready`: one mux level). `tests/blocks/mpa_rx.rs` checks the
-//! exact cycle count back to back. Latency: a ULPDU beat leaves the cycle after the
-//! input beat that completes it; the last beat waits for the CRC word. Synchronous
-//! active-high `reset`.
+//! more beats leave than arrive; a three-beat output queue absorbs the difference.
+//! Stage 2 pushes when two places are free after this cycle's dequeue, and holds its
+//! beat (stalling stage 1) otherwise, so `in_ready` is combinational from
+//! `ulpdu_ready`. `tests/blocks/mpa_rx.rs` checks the exact cycle count back to back.
+//! Latency: a ULPDU beat leaves two cycles after the input beat that completes it; the
+//! last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
 //! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
-//! 3,119 LUT4, 421 FF, 82.7 MHz, i.e. 5.3 Gb/s at 8 bytes a cycle (the boards' ports
-//! are 1 Gb/s). The three CRC updates run side by side so that decoding the word roles
-//! is not in series with an XOR matrix: with one shared step whose width was chosen by
-//! the roles it was 4,764 LUT4 at 51.1 MHz. The critical path now runs from the CRC
-//! register through the word-0 CRC compare, the error gating and the output queue's
-//! push selection.
+//! 2,801 LUT4, 610 FF, 125.4 MHz, i.e. 8 Gb/s at 8 bytes a cycle (the boards' ports
+//! are 1 Gb/s); in one stage it was 3,119 LUT4, 421 FF, 82.7 MHz. What took it there:
+//! the second stage (the CRC compares and error gating off the data path), the word
+//! roles decoded from registered "0, 1, 2 words left" flags instead of 16-bit
+//! comparisons, length errors gating only the pushes, and the CRC register holding the
+//! initial value between FPDUs, so the CRC loop has no choice of start value in it.
+//! The three CRC updates run side by side so that decoding the word roles is not in
+//! series with an XOR matrix (with one shared step whose width was chosen by the roles
+//! it was 4,764 LUT4 at 51.1 MHz). The critical path now runs from the output queue's
+//! head through the dequeue into the queue's push selection (6 logic levels).
 
 use rust_hdl::prelude::*;
 
@@ -94,14 +109,15 @@ pub struct MpaRxDelineator {
     /// Latched: ULPDU_Length above `max_ulpdu_len`, or an FPDU not ending with its
     /// segment.
     pub length_error: Signal<Out, Bit>,
+    /// A beat is still on its way (in stage 2 or the output queue): the ULPDUs and
+    /// errors of the input so far are not all out yet.
+    pub busy: Signal<Out, Bit>,
     /// The three CRC updates a beat can need, computed side by side so that decoding
     /// the word roles (from ULPDU_Length) is not in series with the XOR matrices: both
     /// words of one FPDU, the low word alone, and the high word alone starting an FPDU.
     crc_both: Crc32cStep,
     crc_low: Crc32cStep,
     crc_high: Crc32cStep,
-    /// The CRC register a beat's first covered word continues from.
-    crc_from: Signal<Local, Bits<32>>,
     /// After word 0 / word 1 the next word is a CRC word (found by comparing lengths
     /// and counts, not by the subtractions that update `words_left`).
     crc_next1: Signal<Local, Bit>,
@@ -142,19 +158,13 @@ pub struct MpaRxDelineator {
     left1: Signal<Local, Bits<16>>,
     w1_hdr: Signal<Local, Bit>,
     w1_crc: Signal<Local, Bit>,
-    w1_body: Signal<Local, Bit>,
     /// The state after word 1.
     left2: Signal<Local, Bits<16>>,
     /// Inside an FPDU after this beat.
     in_after: Signal<Local, Bit>,
     crc_ok0: Signal<Local, Bit>,
-    crc_ok1: Signal<Local, Bit>,
     too_long0: Signal<Local, Bit>,
-    crc_bad0: Signal<Local, Bit>,
-    /// Word 0 ends the flow: word 1 is not looked at.
-    stop0: Signal<Local, Bit>,
     too_long1: Signal<Local, Bit>,
-    crc_bad1: Signal<Local, Bit>,
     /// The segment ends inside an FPDU.
     unended: Signal<Local, Bit>,
     /// A header is in this beat (an FPDU, and its ULPDU packet, starts).
@@ -180,18 +190,69 @@ pub struct MpaRxDelineator {
     final_out: Signal<Local, Bit>,
     final_out_data: Signal<Local, Bits<64>>,
     final_out_keep: Signal<Local, Bits<8>>,
-    final_out_good: Signal<Local, Bit>,
     final_out_tag: Signal<Local, Bits<11>>,
     /// This beat owes a beat that goes first: the held last beat of the previous
     /// ULPDU (its CRC is word 0), or a full beat of the current one.
     first_out: Signal<Local, Bit>,
     first_out_data: Signal<Local, Bits<64>>,
     first_out_tag: Signal<Local, Bits<11>>,
+    /// Stage 2: the beat stage 1 finished last cycle (if `s2_valid`), as the output
+    /// beats it owes (`first_out`, then `final_out`, their tags assuming the CRCs
+    /// match) and what decides whether they go: word 0 is a CRC word (`s2_w0_check`)
+    /// and matched (`s2_ok0`); word 1 is a CRC word (`s2_w1_check`), to compare with
+    /// the CRC after word 0; the beat ends the flow on a length error.
+    s2_valid: DFF<Bit>,
+    s2_first: DFF<Bit>,
+    s2_first_data: DFF<Bits<64>>,
+    s2_first_tag: DFF<Bits<11>>,
+    s2_final: DFF<Bit>,
+    s2_final_data: DFF<Bits<64>>,
+    s2_final_tag: DFF<Bits<11>>,
+    s2_w0_check: DFF<Bit>,
+    s2_ok0: DFF<Bit>,
+    s2_w1_check: DFF<Bit>,
+    s2_crc_after_w0: DFF<Bits<32>>,
+    s2_word1: DFF<Bits<32>>,
+    s2_length_error: DFF<Bit>,
+    /// The queue has two free places after this cycle's dequeue.
+    room: Signal<Local, Bit>,
+    /// Stage 2 moves on this cycle (its beat goes into the queue, or is dropped).
+    s2_advance: Signal<Local, Bit>,
+    /// Its beat goes into the queue now: the flow has not failed before it.
+    s2_live: Signal<Local, Bit>,
+    crc_bad0: Signal<Local, Bit>,
+    crc_ok1: Signal<Local, Bit>,
+    crc_bad1: Signal<Local, Bit>,
+    push_first: Signal<Local, Bit>,
+    push_final: Signal<Local, Bit>,
+    push_first_tag: Signal<Local, Bits<11>>,
+    push_final_tag: Signal<Local, Bits<11>>,
     /// Inside an FPDU: header seen, not yet its CRC word.
     in_fpdu: DFF<Bit>,
     /// Body words left before the CRC word.
     words_left: DFF<Bits<16>>,
-    /// The raw CRC32c register over the FPDU so far.
+    /// `words_left` is 0, 1, 2: kept beside it so that the word roles are decoded from
+    /// registers, not from comparisons in series with them.
+    left_is0: DFF<Bit>,
+    left_is1: DFF<Bit>,
+    left_is2: DFF<Bit>,
+    /// Header lengths by the body words they give: `body = 0` is `len < 3`, `body = 1`
+    /// is `3 <= len < 7`, and so on.
+    len0_body0: Signal<Local, Bit>,
+    len0_body1: Signal<Local, Bit>,
+    len0_body2: Signal<Local, Bit>,
+    len0_body3: Signal<Local, Bit>,
+    len1_body0: Signal<Local, Bit>,
+    len1_body1: Signal<Local, Bit>,
+    len1_body2: Signal<Local, Bit>,
+    /// `left1` / `left2` is 0, 1, 2.
+    left1_is0: Signal<Local, Bit>,
+    left1_is1: Signal<Local, Bit>,
+    left1_is2: Signal<Local, Bit>,
+    left2_is0: Signal<Local, Bit>,
+    left2_is1: Signal<Local, Bit>,
+    left2_is2: Signal<Local, Bit>,
+    /// The raw CRC32c register over the FPDU so far; between FPDUs, `CRC32C_INIT`.
     crc_state: DFF<Bits<32>>,
     /// ULPDU bytes not yet sent.
     out_left: DFF<Bits<16>>,
@@ -235,10 +296,10 @@ impl Default for MpaRxDelineator {
             ulpdu_ready: Default::default(),
             crc_error: Default::default(),
             length_error: Default::default(),
+            busy: Default::default(),
             crc_both: Crc32cStep::new(StepWidths::Words),
             crc_low: Crc32cStep::new(StepWidths::Words),
             crc_high: Crc32cStep::new(StepWidths::Words),
-            crc_from: Default::default(),
             crc_next1: Default::default(),
             crc_next2: Default::default(),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
@@ -267,16 +328,11 @@ impl Default for MpaRxDelineator {
             left1: Default::default(),
             w1_hdr: Default::default(),
             w1_crc: Default::default(),
-            w1_body: Default::default(),
             left2: Default::default(),
             in_after: Default::default(),
             crc_ok0: Default::default(),
-            crc_ok1: Default::default(),
             too_long0: Default::default(),
-            crc_bad0: Default::default(),
-            stop0: Default::default(),
             too_long1: Default::default(),
-            crc_bad1: Default::default(),
             unended: Default::default(),
             hdr_here: Default::default(),
             hdr_at_w1: Default::default(),
@@ -294,13 +350,51 @@ impl Default for MpaRxDelineator {
             final_out: Default::default(),
             final_out_data: Default::default(),
             final_out_keep: Default::default(),
-            final_out_good: Default::default(),
             final_out_tag: Default::default(),
             first_out: Default::default(),
             first_out_data: Default::default(),
             first_out_tag: Default::default(),
+            s2_valid: Default::default(),
+            s2_first: Default::default(),
+            s2_first_data: Default::default(),
+            s2_first_tag: Default::default(),
+            s2_final: Default::default(),
+            s2_final_data: Default::default(),
+            s2_final_tag: Default::default(),
+            s2_w0_check: Default::default(),
+            s2_ok0: Default::default(),
+            s2_w1_check: Default::default(),
+            s2_crc_after_w0: Default::default(),
+            s2_word1: Default::default(),
+            s2_length_error: Default::default(),
+            room: Default::default(),
+            s2_advance: Default::default(),
+            s2_live: Default::default(),
+            crc_bad0: Default::default(),
+            crc_ok1: Default::default(),
+            crc_bad1: Default::default(),
+            push_first: Default::default(),
+            push_final: Default::default(),
+            push_first_tag: Default::default(),
+            push_final_tag: Default::default(),
             in_fpdu: Default::default(),
             words_left: Default::default(),
+            left_is0: Default::default(),
+            left_is1: Default::default(),
+            left_is2: Default::default(),
+            len0_body0: Default::default(),
+            len0_body1: Default::default(),
+            len0_body2: Default::default(),
+            len0_body3: Default::default(),
+            len1_body0: Default::default(),
+            len1_body1: Default::default(),
+            len1_body2: Default::default(),
+            left1_is0: Default::default(),
+            left1_is1: Default::default(),
+            left1_is2: Default::default(),
+            left2_is0: Default::default(),
+            left2_is1: Default::default(),
+            left2_is2: Default::default(),
             crc_state: Default::default(),
             out_left: Default::default(),
             offset6: Default::default(),
@@ -328,6 +422,9 @@ impl Logic for MpaRxDelineator {
             clock,
             in_fpdu,
             words_left,
+            left_is0,
+            left_is1,
+            left_is2,
             crc_state,
             out_left,
             offset6,
@@ -342,7 +439,20 @@ impl Logic for MpaRxDelineator {
             queue1_data,
             queue1_tag,
             queue2_data,
-            queue2_tag
+            queue2_tag,
+            s2_valid,
+            s2_first,
+            s2_first_data,
+            s2_first_tag,
+            s2_final,
+            s2_final_data,
+            s2_final_tag,
+            s2_w0_check,
+            s2_ok0,
+            s2_w1_check,
+            s2_crc_after_w0,
+            s2_word1,
+            s2_length_error
         );
         self.dequeue.next = self.queue0_tag.q.val().get_bit(10) & self.ulpdu_ready.val();
         self.kept0_data.next = self.queue0_data.q.val();
@@ -359,10 +469,12 @@ impl Logic for MpaRxDelineator {
             self.kept2_tag.next = 0.into();
         }
         self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
-        // A beat pushes at most two beats into the queue; a failed flow drops its input
-        // without waiting for the output.
-        self.in_ready.next =
-            (!self.kept1_tag.val().get_bit(10) | self.failed.val()) & !self.reset.val();
+        // Stage 2 pushes at most two beats into the queue; a failed flow drops its
+        // beats without waiting for the output. Stage 1 takes a beat when stage 2 is
+        // free or moves on.
+        self.room.next = !self.kept1_tag.val().get_bit(10);
+        self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
+        self.in_ready.next = self.s2_advance.val() & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val() & !self.failed.val();
 
         // The beat as two words.
@@ -387,30 +499,49 @@ impl Logic for MpaRxDelineator {
 
         // Word roles, word 0 then word 1.
         self.w0_hdr.next = !self.in_fpdu.q.val();
-        self.w0_crc.next = self.in_fpdu.q.val() & (self.words_left.q.val() == 0);
-        self.w0_body.next = self.in_fpdu.q.val() & (self.words_left.q.val() != 0);
+        self.len0_body0.next = self.len0.val() < 3;
+        self.len0_body1.next = (self.len0.val() > 2) & (self.len0.val() < 7);
+        self.len0_body2.next = (self.len0.val() > 6) & (self.len0.val() < 11);
+        self.len0_body3.next = (self.len0.val() > 10) & (self.len0.val() < 15);
+        self.len1_body0.next = self.len1.val() < 3;
+        self.len1_body1.next = (self.len1.val() > 2) & (self.len1.val() < 7);
+        self.len1_body2.next = (self.len1.val() > 6) & (self.len1.val() < 11);
+        self.w0_crc.next = self.in_fpdu.q.val() & self.left_is0.q.val();
+        self.w0_body.next = self.in_fpdu.q.val() & !self.left_is0.q.val();
         self.left1.next = self.words_left.q.val() - 1;
         if self.w0_hdr.val() {
             self.left1.next = self.body0.val();
         }
         self.w1_hdr.next = self.w0_crc.val();
         // body0 == 0 exactly when len0 <= 2, body0 == 1 when len0 is 3..=6.
-        self.crc_next1.next = self.words_left.q.val() == 1;
+        self.left1_is0.next = self.left_is1.q.val();
+        self.left1_is1.next = self.left_is2.q.val();
+        self.left1_is2.next = self.words_left.q.val() == 3;
         if self.w0_hdr.val() {
-            self.crc_next1.next = self.len0.val() < 3;
+            self.left1_is0.next = self.len0_body0.val();
+            self.left1_is1.next = self.len0_body1.val();
+            self.left1_is2.next = self.len0_body2.val();
         }
-        self.crc_next2.next = self.words_left.q.val() == 2;
-        if self.w0_hdr.val() {
-            self.crc_next2.next = (self.len0.val() > 2) & (self.len0.val() < 7);
-        }
+        self.crc_next1.next = self.left1_is0.val();
+        self.crc_next2.next = self.left1_is1.val();
         if self.w1_hdr.val() {
-            self.crc_next2.next = self.len1.val() < 3;
+            self.crc_next2.next = self.len1_body0.val();
         }
         self.w1_crc.next = !self.w0_crc.val() & self.crc_next1.val();
-        self.w1_body.next = !self.w0_crc.val() & !self.crc_next1.val();
         self.left2.next = self.left1.val() - 1;
+        self.left2_is0.next = self.left_is2.q.val();
+        self.left2_is1.next = self.words_left.q.val() == 3;
+        self.left2_is2.next = self.words_left.q.val() == 4;
+        if self.w0_hdr.val() {
+            self.left2_is0.next = self.len0_body1.val();
+            self.left2_is1.next = self.len0_body2.val();
+            self.left2_is2.next = self.len0_body3.val();
+        }
         if self.w1_hdr.val() {
             self.left2.next = self.body1.val();
+            self.left2_is0.next = self.len1_body0.val();
+            self.left2_is1.next = self.len1_body1.val();
+            self.left2_is2.next = self.len1_body2.val();
         }
         self.in_after.next = self.in_fpdu.q.val();
         if self.w0_valid.val() {
@@ -422,48 +553,44 @@ impl Logic for MpaRxDelineator {
 
         // The CRC over the covered words: both words of one FPDU (8 bytes), or one
         // word (the high word shifted down when it starts an FPDU after a CRC word).
-        self.crc_from.next = self.crc_state.q.val();
-        if self.w0_hdr.val() {
-            self.crc_from.next = self.crc_init.val();
-        }
-        self.crc_both.state.next = self.crc_from.val();
+        // Between FPDUs the register holds the initial value, so an FPDU starting at
+        // word 0 continues from it like any other beat, with no choice on the loop.
+        self.crc_both.state.next = self.crc_state.q.val();
         self.crc_both.data.next = self.in_data.val();
         self.crc_both.keep.next = self.keep_all.val();
-        self.crc_low.state.next = self.crc_from.val();
+        self.crc_low.state.next = self.crc_state.q.val();
         self.crc_low.data.next = self.in_data.val();
         self.crc_low.keep.next = self.keep_low_word.val();
         self.crc_high.state.next = self.crc_init.val();
         self.crc_high.data.next = self.in_data.val() >> 32;
         self.crc_high.keep.next = self.keep_low_word.val();
         // The CRC field is sent least significant byte first: it is the word as it
-        // stands in a little-endian beat.
+        // stands in a little-endian beat. Word 0 is compared here, with the register;
+        // word 1, against the CRC after word 0, in stage 2.
         self.crc_ok0.next = !self.crc_state.q.val() == self.in_data.val().get_bits::<32>(0);
-        self.crc_ok1.next = !self.crc_low.next_state.val() == self.in_data.val().get_bits::<32>(32);
 
-        // Errors, in the reference's order: word 0 first, and a word after an error is
-        // not looked at.
+        // Length errors, in the reference's order: word 0 first, and a word after an
+        // error is not looked at. A CRC error found in stage 2 overrides what stage 1
+        // made of the words after it: the flow has failed, so stage 1's state no
+        // longer matters, and stage 2 drops the beats it still owes.
         self.too_long0.next =
             self.w0_valid.val() & self.w0_hdr.val() & (self.len0.val() > self.max_ulpdu_len.val());
-        self.crc_bad0.next = self.w0_valid.val() & self.w0_crc.val() & !self.crc_ok0.val();
-        self.stop0.next = self.too_long0.val() | self.crc_bad0.val();
         self.too_long1.next = self.w1_valid.val()
             & self.w1_hdr.val()
             & (self.len1.val() > self.max_ulpdu_len.val())
-            & !self.stop0.val();
-        self.crc_bad1.next =
-            self.w1_valid.val() & self.w1_crc.val() & !self.crc_ok1.val() & !self.stop0.val();
-        // (A CRC error in word 1 needs no gate here: word 1 valid and a CRC word means
-        // neither a partial word nor an open FPDU. Leaving it out keeps the word-1 CRC
-        // compare off the queue's push selection.)
+            & !self.too_long0.val();
         self.unended.next = self.in_last.val()
             & (self.partial.val() | self.in_after.val())
-            & !self.stop0.val()
+            & !self.too_long0.val()
             & !self.too_long1.val();
 
-        // ULPDU bytes.
+        // ULPDU bytes. A length error does not gate the state and data below, only
+        // what is pushed (`final_out`, `unended`, and `first_out`, which a length error
+        // never meets): the flow stops there, so what stage 1 keeps no longer matters,
+        // and the length compares stay off the data selection.
         self.hdr_at_w1.next = !self.w0_hdr.val();
-        self.hdr_here.next = (self.w0_valid.val() & self.w0_hdr.val() & !self.too_long0.val())
-            | (self.w1_valid.val() & self.w1_hdr.val() & !self.stop0.val() & !self.too_long1.val());
+        self.hdr_here.next =
+            (self.w0_valid.val() & self.w0_hdr.val()) | (self.w1_valid.val() & self.w1_hdr.val());
         self.hdr_len.next = self.len0.val();
         if self.hdr_at_w1.val() {
             self.hdr_len.next = self.len1.val();
@@ -481,13 +608,8 @@ impl Logic for MpaRxDelineator {
         if self.hdr_len.val() == 0 {
             self.hdr_keep.next = self.keep_none.val();
         }
-        self.complete0.next =
-            self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val() & !self.too_long0.val();
-        self.complete1.next = self.w1_valid.val()
-            & !self.w1_crc.val()
-            & self.crc_next2.val()
-            & !self.stop0.val()
-            & !self.too_long1.val();
+        self.complete0.next = self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val();
+        self.complete1.next = self.w1_valid.val() & !self.w1_crc.val() & self.crc_next2.val();
         self.data_complete.next = self.complete0.val() | self.complete1.val();
         self.full_emit.next = self.w0_valid.val()
             & self.w0_body.val()
@@ -518,11 +640,9 @@ impl Logic for MpaRxDelineator {
 
         // The ULPDU's last beat is owed when its CRC word is word 1 of this beat, or
         // when the segment ends inside the FPDU (then it ends the packet as bad: with
-        // its bytes if all arrived, else empty).
-        self.final_out.next = (self.complete0.val() & self.w1_valid.val())
+        // its bytes if all arrived, else empty). Good if word 1's CRC matches.
+        self.final_out.next = (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
             | (self.unended.val() & self.in_after.val());
-        self.final_out_good.next =
-            self.complete0.val() & self.w1_valid.val() & !self.crc_bad1.val();
         self.final_out_data.next = 0_u64.into();
         self.final_out_keep.next = self.keep_none.val();
         if self.data_complete.val() {
@@ -532,7 +652,7 @@ impl Logic for MpaRxDelineator {
             self.final_out_data.next = self.fin_data.q.val();
             self.final_out_keep.next = self.fin_keep.q.val();
         }
-        if self.final_out_good.val() {
+        if self.complete0.val() & self.w1_valid.val() {
             self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x700;
         } else {
             self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x500;
@@ -541,68 +661,99 @@ impl Logic for MpaRxDelineator {
         self.first_out_data.next = self.realigned.val();
         self.first_out_tag.next = bit_cast::<11, 8>(self.keep_all.val()) | 0x400;
         if self.w0_crc.val() {
-            // The previous ULPDU's last beat, held for this CRC word.
+            // The previous ULPDU's last beat, held for this CRC word: good if it matches.
             self.first_out_data.next = self.fin_data.q.val();
-            if self.crc_bad0.val() {
-                self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x500;
-            } else {
-                self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x700;
-            }
+            self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x700;
         }
 
-        // The queue: what stays after the dequeue, then this beat's pushes behind it
-        // (first the `first_out` beat, then the `final_out` one). `in_ready` made sure
-        // two places are free.
+        // Stage 2: the CRC verdicts, in the reference's order (a CRC error in word 0
+        // ends the flow before word 1, and beats after an error are dropped), then the
+        // pushes into the queue: what stays after the dequeue, then the `first_out` beat,
+        // then the `final_out` one. `s2_advance` made sure two places are free.
+        self.s2_live.next = self.s2_valid.q.val() & self.room.val() & !self.failed.val();
+        self.crc_bad0.next = self.s2_w0_check.q.val() & !self.s2_ok0.q.val();
+        self.crc_ok1.next = !self.s2_crc_after_w0.q.val() == self.s2_word1.q.val();
+        self.crc_bad1.next = self.s2_w1_check.q.val() & !self.crc_ok1.val();
+        self.push_first.next = self.s2_live.val() & self.s2_first.q.val();
+        self.push_final.next = self.s2_live.val() & self.s2_final.q.val() & !self.crc_bad0.val();
+        self.push_first_tag.next = self.s2_first_tag.q.val();
+        if self.crc_bad0.val() {
+            self.push_first_tag.next = self.s2_first_tag.q.val() & 0x5FF;
+        }
+        self.push_final_tag.next = self.s2_final_tag.q.val();
+        if self.crc_bad1.val() {
+            self.push_final_tag.next = self.s2_final_tag.q.val() & 0x5FF;
+        }
         self.queue0_data.d.next = self.kept0_data.val();
         self.queue0_tag.d.next = self.kept0_tag.val();
         self.queue1_data.d.next = self.kept1_data.val();
         self.queue1_tag.d.next = self.kept1_tag.val();
         self.queue2_data.d.next = self.kept2_data.val();
         self.queue2_tag.d.next = self.kept2_tag.val();
-        if self.take.val() {
-            if self.first_out.val() {
-                if self.kept0_tag.val().get_bit(10) {
-                    self.queue1_data.d.next = self.first_out_data.val();
-                    self.queue1_tag.d.next = self.first_out_tag.val();
-                    if self.final_out.val() {
-                        self.queue2_data.d.next = self.final_out_data.val();
-                        self.queue2_tag.d.next = self.final_out_tag.val();
-                    }
-                } else {
-                    self.queue0_data.d.next = self.first_out_data.val();
-                    self.queue0_tag.d.next = self.first_out_tag.val();
-                    if self.final_out.val() {
-                        self.queue1_data.d.next = self.final_out_data.val();
-                        self.queue1_tag.d.next = self.final_out_tag.val();
-                    }
+        if self.push_first.val() {
+            if self.kept0_tag.val().get_bit(10) {
+                self.queue1_data.d.next = self.s2_first_data.q.val();
+                self.queue1_tag.d.next = self.push_first_tag.val();
+                if self.push_final.val() {
+                    self.queue2_data.d.next = self.s2_final_data.q.val();
+                    self.queue2_tag.d.next = self.push_final_tag.val();
                 }
-            } else if self.final_out.val() {
-                if self.kept0_tag.val().get_bit(10) {
-                    self.queue1_data.d.next = self.final_out_data.val();
-                    self.queue1_tag.d.next = self.final_out_tag.val();
-                } else {
-                    self.queue0_data.d.next = self.final_out_data.val();
-                    self.queue0_tag.d.next = self.final_out_tag.val();
+            } else {
+                self.queue0_data.d.next = self.s2_first_data.q.val();
+                self.queue0_tag.d.next = self.push_first_tag.val();
+                if self.push_final.val() {
+                    self.queue1_data.d.next = self.s2_final_data.q.val();
+                    self.queue1_tag.d.next = self.push_final_tag.val();
                 }
             }
+        } else if self.push_final.val() {
+            if self.kept0_tag.val().get_bit(10) {
+                self.queue1_data.d.next = self.s2_final_data.q.val();
+                self.queue1_tag.d.next = self.push_final_tag.val();
+            } else {
+                self.queue0_data.d.next = self.s2_final_data.q.val();
+                self.queue0_tag.d.next = self.push_final_tag.val();
+            }
         }
+        if self.s2_live.val() {
+            if self.crc_bad0.val() | self.crc_bad1.val() {
+                self.crc_failed.d.next = true;
+            } else if self.s2_length_error.q.val() {
+                self.length_failed.d.next = true;
+            }
+        }
+        if self.s2_advance.val() {
+            self.s2_valid.d.next = false;
+        }
+
         if self.take.val() {
             self.prev.d.next = self.in_data.val();
             if self.w0_valid.val() {
                 self.crc_state.d.next = self.crc_low.next_state.val();
                 if self.w0_crc.val() {
-                    self.crc_state.d.next = self.crc_high.next_state.val();
-                } else if self.w1_valid.val() & self.w1_body.val() {
+                    self.crc_state.d.next = self.crc_init.val();
+                    if self.w1_valid.val() {
+                        self.crc_state.d.next = self.crc_high.next_state.val();
+                    }
+                } else if self.w1_valid.val() & self.w1_crc.val() {
+                    self.crc_state.d.next = self.crc_init.val();
+                } else if self.w1_valid.val() {
                     self.crc_state.d.next = self.crc_both.next_state.val();
                 }
             }
             if self.w0_valid.val() {
                 self.in_fpdu.d.next = !self.w0_crc.val();
                 self.words_left.d.next = self.left1.val();
+                self.left_is0.d.next = self.left1_is0.val();
+                self.left_is1.d.next = self.left1_is1.val();
+                self.left_is2.d.next = self.left1_is2.val();
             }
-            if self.w1_valid.val() & !self.stop0.val() {
+            if self.w1_valid.val() {
                 self.in_fpdu.d.next = !self.w1_crc.val();
                 self.words_left.d.next = self.left2.val();
+                self.left_is0.d.next = self.left2_is0.val();
+                self.left_is1.d.next = self.left2_is1.val();
+                self.left_is2.d.next = self.left2_is2.val();
             }
             if self.hdr_here.val() {
                 self.out_left.d.next = self.hdr_len.val();
@@ -616,18 +767,28 @@ impl Logic for MpaRxDelineator {
                 self.fin_data.d.next = self.final_data.val();
                 self.fin_keep.d.next = self.final_keep_now.val();
             }
-            if self.crc_bad0.val() | self.crc_bad1.val() {
-                self.crc_failed.d.next = true;
-            }
-            if self.too_long0.val() | self.too_long1.val() | self.unended.val() {
-                self.length_failed.d.next = true;
-            }
+            self.s2_valid.d.next = true;
+            self.s2_first.d.next = self.first_out.val();
+            self.s2_first_data.d.next = self.first_out_data.val();
+            self.s2_first_tag.d.next = self.first_out_tag.val();
+            self.s2_final.d.next = self.final_out.val();
+            self.s2_final_data.d.next = self.final_out_data.val();
+            self.s2_final_tag.d.next = self.final_out_tag.val();
+            self.s2_w0_check.d.next = self.w0_valid.val() & self.w0_crc.val();
+            self.s2_ok0.d.next = self.crc_ok0.val();
+            self.s2_w1_check.d.next =
+                self.w1_valid.val() & self.w1_crc.val() & !self.too_long0.val();
+            self.s2_crc_after_w0.d.next = self.crc_low.next_state.val();
+            self.s2_word1.d.next = self.in_data.val().get_bits::<32>(32);
+            self.s2_length_error.d.next =
+                self.too_long0.val() | self.too_long1.val() | self.unended.val();
         }
         if self.reset.val() {
             self.in_fpdu.d.next = false;
             self.crc_state.d.next = self.crc_init.val();
             self.crc_failed.d.next = false;
             self.length_failed.d.next = false;
+            self.s2_valid.d.next = false;
             self.queue0_tag.d.next = 0.into();
             self.queue1_tag.d.next = 0.into();
             self.queue2_tag.d.next = 0.into();
@@ -639,5 +800,6 @@ impl Logic for MpaRxDelineator {
         self.ulpdu_valid.next = self.queue0_tag.q.val().get_bit(10);
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
+        self.busy.next = self.s2_valid.q.val() | self.queue0_tag.q.val().get_bit(10);
     }
 }

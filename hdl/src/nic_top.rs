@@ -1031,8 +1031,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxMpaDrain => {
-                // Every ULPDU beat of the segment is in mpa_rx's output queue by now.
-                if !self.mpa_rx.ulpdu_valid.val() {
+                // The segment's last beat is in; wait until its ULPDUs are all out and
+                // its errors latched.
+                if !self.mpa_rx.busy.val() {
                     self.control.d.next = Control::RxAck;
                     if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
                         self.w_misc.d.next =

@@ -18,7 +18,7 @@ dut! {
     inputs { reset, max_ulpdu_len, in_data, in_keep, in_last, in_valid, ulpdu_ready }
     outputs {
         in_ready, ulpdu_data, ulpdu_keep, ulpdu_last, ulpdu_good, ulpdu_valid,
-        crc_error, length_error
+        crc_error, length_error, busy
     }
 }
 
