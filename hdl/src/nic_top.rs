@@ -103,11 +103,13 @@
 //! still carries 6.9 bytes per cycle).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context), measured
-//! with the pipelined `tcp_rx` and before the four-stage flow table: 12,512 LUT4, 6,413
-//! FF, 39 of 56 DP16KD, **46.8 MHz** — far below the 125 MHz target. The critical path
-//! now runs from the payload buffer's RAM through `mpa_rx` into its output queue (14
-//! logic levels, 21.4 ns); standing alone, `tx_checksum` (55.6 MHz) and `mpa_rx`
-//! (82.7 MHz) are the slowest blocks.
+//! with the two-stage `mpa_rx`: 12,012 LUT4, 6,641 FF, 39 of 56 DP16KD, **51.3 MHz**
+//! (46.5 MHz before it) — far below the 125 MHz target. The critical path is now inside
+//! `tx_checksum`: a beat's lane offsets (from `frame_len`) compared with the segment's
+//! end, the selected lanes and the pseudo-header added into the TCP sum of its output
+//! queue (41 logic levels, 19.5 ns); standing alone, `tx_checksum` (55.6 MHz) is the
+//! slowest block, then `crc32c` (108.7), `mpa_tx` (110.4) and the block-RAM-bound flow
+//! table and packet FIFO (~115).
 
 use rust_hdl::prelude::*;
 
