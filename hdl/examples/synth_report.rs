@@ -12,7 +12,7 @@
 //! flow_table    911 LUT4   918 FF  16 DP16KD   114.8 MHz   (30 s)
 //! packet_fifo   437 LUT4   343 FF   3 DP16KD   114.9 MHz    (5 s)
 //! tx_checksum  1857 LUT4   737 FF   2 DP16KD    90.2 MHz   (13 s)
-//! nic_top     12012 LUT4  6641 FF  39 DP16KD    51.3 MHz   (246 s)
+//! nic_top     12064 LUT4  6670 FF  39 DP16KD    59.4 MHz   (261 s)
 //! ```
 
 use iwnic_hdl::export::blocks;

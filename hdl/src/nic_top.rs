@@ -103,13 +103,14 @@
 //! still carries 6.9 bytes per cycle).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context), measured
-//! with the two-stage `mpa_rx`: 12,012 LUT4, 6,641 FF, 39 of 56 DP16KD, **51.3 MHz**
-//! (46.5 MHz before it) — far below the 125 MHz target. The critical path is now inside
-//! `tx_checksum`: a beat's lane offsets (from `frame_len`) compared with the segment's
-//! end, the selected lanes and the pseudo-header added into the TCP sum of its output
-//! queue (41 logic levels, 19.5 ns); standing alone, `tx_checksum` (55.6 MHz) is the
-//! slowest block, then `crc32c` (108.7), `mpa_tx` (110.4) and the block-RAM-bound flow
-//! table and packet FIFO (~115).
+//! with the two-stage `mpa_rx` and the lane flags of `tx_checksum`: 12,064 LUT4, 6,670
+//! FF, 39 of 56 DP16KD, **59.4 MHz** (46.5 MHz before those two) — far below the 125 MHz
+//! target. The critical path is now the transmit side's ready chain: `tx_checksum`'s
+//! ring fill level through its `in_ready`, the arbiter and the segment builder into
+//! `mpa_tx`'s CRC register (16 logic levels, 16.8 ns), so a registered ready (a skid
+//! buffer) between the arbiter and `tx_checksum` comes next. Standing alone,
+//! `tx_checksum` (90.2 MHz) is the slowest block, then `crc32c` (108.7), `mpa_tx`
+//! (110.4) and the block-RAM-bound flow table and packet FIFO (~115).
 
 use rust_hdl::prelude::*;
 
