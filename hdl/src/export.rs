@@ -9,6 +9,7 @@ use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::nic_top::EcpNicTop;
 use crate::packet_fifo::EcpPacketFifo;
+use crate::skid_buffer::SkidBuffer;
 use crate::tcp_rx::TcpRxParser;
 use crate::tcp_tx::SegmentBuilder;
 use crate::tx_checksum::TxChecksum;
@@ -36,7 +37,7 @@ fn verilog_of<B: Block + Default>() -> String {
 }
 
 /// The NIC top first, then its blocks in datapath order (receive, then transmit).
-pub fn blocks() -> [ExportedBlock; 9] {
+pub fn blocks() -> [ExportedBlock; 10] {
     [
         ExportedBlock {
             name: "nic_top",
@@ -82,6 +83,11 @@ pub fn blocks() -> [ExportedBlock; 9] {
             name: "tx_checksum",
             about: "transmit checksum insertion, store and forward (IPv4 header and TCP)",
             verilog: verilog_of::<TxChecksum>,
+        },
+        ExportedBlock {
+            name: "skid_buffer",
+            about: "stream register slice with registered ready: cuts a path between blocks",
+            verilog: verilog_of::<SkidBuffer>,
         },
     ]
 }

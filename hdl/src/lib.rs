@@ -27,6 +27,7 @@ pub mod mpa_rx;
 pub mod mpa_tx;
 pub mod nic_top;
 pub mod packet_fifo;
+pub mod skid_buffer;
 pub mod synth;
 pub mod tcp_rx;
 pub mod tcp_tx;

@@ -114,10 +114,12 @@
 
 use rust_hdl::prelude::*;
 
+use crate::block_ram::BlockRam;
 use crate::flow_table::FlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::packet_fifo::PacketFifo;
+use crate::skid_buffer::SkidBuffer;
 use crate::tcp_rx::TcpRxParser;
 use crate::tcp_tx::SegmentBuilder;
 use crate::tx_checksum::TxChecksum;
@@ -329,18 +331,21 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // Blocks.
     parser: TcpRxParser,
-    raw: RAM<Bits<64>, BANKED_BUFFER_BITS>,
-    payload: RAM<Bits<64>, BANKED_BUFFER_BITS>,
+    raw: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
+    payload: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
-    ctx_tuple: RAM<Bits<96>, INDEX_BITS>,
-    ctx_macs: RAM<Bits<96>, INDEX_BITS>,
-    ctx_seqs: RAM<Bits<96>, INDEX_BITS>,
-    ctx_misc: RAM<Bits<MISC_BITS>, INDEX_BITS>,
+    ctx_tuple: BlockRam<Bits<96>, INDEX_BITS>,
+    ctx_macs: BlockRam<Bits<96>, INDEX_BITS>,
+    ctx_seqs: BlockRam<Bits<96>, INDEX_BITS>,
+    ctx_misc: BlockRam<Bits<MISC_BITS>, INDEX_BITS>,
     mpa_rx: MpaRxDelineator,
     host_queue: PacketFifo<QUEUE_BITS>,
     firmware_queue: PacketFifo<QUEUE_BITS>,
     framer: MpaTxFramer,
     builder: SegmentBuilder,
+    /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
+    /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
+    tx_slice: SkidBuffer,
     checksums: TxChecksum,
     cmd_range: IndexRange<INDEX_BITS>,
     tx_range: IndexRange<INDEX_BITS>,
@@ -437,6 +442,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// word, Verilog would widen the sum and carry into `snd_una`.
     new_snd_nxt: Signal<Local, Bits<32>>,
     tx_refused: Signal<Local, Bit>,
+    /// A frame buffer is being replayed (the frame buffers' read enable).
+    replaying: Signal<Local, Bit>,
     /// The tuple of the command (packed).
     cmd_tuple: Signal<Local, Bits<96>>,
 
@@ -544,21 +551,17 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.framer.reset.next = self.reset.val();
         self.builder.clock.next = self.clock.val();
         self.builder.reset.next = self.reset.val();
+        self.tx_slice.clock.next = self.clock.val();
+        self.tx_slice.reset.next = self.reset.val();
         self.checksums.clock.next = self.clock.val();
         self.checksums.reset.next = self.reset.val();
         self.mpa_rx.clock.next = self.clock.val();
-        self.raw.read_clock.next = self.clock.val();
-        self.raw.write_clock.next = self.clock.val();
-        self.payload.read_clock.next = self.clock.val();
-        self.payload.write_clock.next = self.clock.val();
-        self.ctx_tuple.read_clock.next = self.clock.val();
-        self.ctx_tuple.write_clock.next = self.clock.val();
-        self.ctx_macs.read_clock.next = self.clock.val();
-        self.ctx_macs.write_clock.next = self.clock.val();
-        self.ctx_seqs.read_clock.next = self.clock.val();
-        self.ctx_seqs.write_clock.next = self.clock.val();
-        self.ctx_misc.read_clock.next = self.clock.val();
-        self.ctx_misc.write_clock.next = self.clock.val();
+        self.raw.clock.next = self.clock.val();
+        self.payload.clock.next = self.clock.val();
+        self.ctx_tuple.clock.next = self.clock.val();
+        self.ctx_macs.clock.next = self.clock.val();
+        self.ctx_seqs.clock.next = self.clock.val();
+        self.ctx_misc.clock.next = self.clock.val();
 
         // ---- Receive: a frame into the buffers, kept only on the parser's good bit ----
         self.parser.frame_data.next = self.net_rx_data.val();
@@ -790,7 +793,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.payload_valid.next = self.framer.fpdu_valid.val();
         self.framer.fpdu_ready.next = self.builder.payload_ready.val();
 
-        // Whole frames from the firmware (first) or the builder into checksum insertion.
+        // Whole frames from the firmware (first) or the builder, through the skid buffer
+        // into checksum insertion.
         self.tx_grant.next = self.tx_source.q.val();
         if self.tx_source.q.val() == TxSource::None {
             if self.fw_tx_valid.val() {
@@ -799,28 +803,33 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.tx_grant.next = TxSource::Builder;
             }
         }
-        self.checksums.in_data.next = self.builder.frame_data.val();
-        self.checksums.in_keep.next = self.builder.frame_keep.val();
-        self.checksums.in_last.next = self.builder.frame_last.val();
-        self.checksums.in_valid.next =
+        self.tx_slice.in_data.next = self.builder.frame_data.val();
+        self.tx_slice.in_keep.next = self.builder.frame_keep.val();
+        self.tx_slice.in_last.next = self.builder.frame_last.val();
+        self.tx_slice.in_valid.next =
             self.builder.frame_valid.val() & (self.tx_grant.val() == TxSource::Builder);
         if self.tx_grant.val() == TxSource::Firmware {
-            self.checksums.in_data.next = self.fw_tx_data.val();
-            self.checksums.in_keep.next = self.fw_tx_keep.val();
-            self.checksums.in_last.next = self.fw_tx_last.val();
-            self.checksums.in_valid.next = self.fw_tx_valid.val();
+            self.tx_slice.in_data.next = self.fw_tx_data.val();
+            self.tx_slice.in_keep.next = self.fw_tx_keep.val();
+            self.tx_slice.in_last.next = self.fw_tx_last.val();
+            self.tx_slice.in_valid.next = self.fw_tx_valid.val();
         }
         self.fw_tx_ready.next =
-            self.checksums.in_ready.val() & (self.tx_grant.val() == TxSource::Firmware);
+            self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Firmware);
         self.builder.frame_ready.next =
-            self.checksums.in_ready.val() & (self.tx_grant.val() == TxSource::Builder);
-        if self.checksums.in_valid.val() & self.checksums.in_ready.val() {
-            if self.checksums.in_last.val() {
+            self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Builder);
+        if self.tx_slice.in_valid.val() & self.tx_slice.in_ready.val() {
+            if self.tx_slice.in_last.val() {
                 self.tx_source.d.next = TxSource::None;
             } else {
                 self.tx_source.d.next = self.tx_grant.val();
             }
         }
+        self.checksums.in_data.next = self.tx_slice.out_data.val();
+        self.checksums.in_keep.next = self.tx_slice.out_keep.val();
+        self.checksums.in_last.next = self.tx_slice.out_last.val();
+        self.checksums.in_valid.next = self.tx_slice.out_valid.val();
+        self.tx_slice.out_ready.next = self.checksums.in_ready.val();
         self.net_tx_data.next = self.checksums.out_data.val();
         self.net_tx_keep.next = self.checksums.out_keep.val();
         self.net_tx_last.next = self.checksums.out_last.val();
@@ -1126,6 +1135,21 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
         }
 
+        // A block RAM read of the word being written is undefined (`BlockRam`). The
+        // context RAMs are read and written at one address: each holds its read while it
+        // is written, so it keeps the word from before the write, as a read-before-write
+        // RAM would return. The frame buffers are read only while a frame is replayed,
+        // when the work bank is never the bank being written.
+        self.ctx_tuple.read_enable.next = !self.ctx_tuple.write_enable.val();
+        self.ctx_macs.read_enable.next = !self.ctx_macs.write_enable.val();
+        self.ctx_seqs.read_enable.next = !self.ctx_seqs.write_enable.val();
+        self.ctx_misc.read_enable.next = !self.ctx_misc.write_enable.val();
+        self.replaying.next = (self.control.q.val() == Control::RxMpaStart)
+            | (self.control.q.val() == Control::RxMpaFeed)
+            | (self.control.q.val() == Control::RxFirmwareStart)
+            | (self.control.q.val() == Control::RxFirmwareCopy);
+        self.raw.read_enable.next = self.replaying.val();
+        self.payload.read_enable.next = self.replaying.val();
         self.raw.read_address.next =
             (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_next.val());

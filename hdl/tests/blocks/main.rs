@@ -13,6 +13,7 @@ mod mpa_rx;
 mod mpa_tx;
 mod nic_top;
 mod packet_fifo;
+mod skid_buffer;
 mod tcp_rx;
 mod tcp_tx;
 mod tx_checksum;
