@@ -188,14 +188,21 @@ pub enum Control {
     Idle,
     /// A context command: the context is being read.
     CmdRead,
-    /// Its context is out of the RAM: act, and start the flow-table command.
+    /// The RAMs put the context out; it is registered.
+    CmdLatch,
+    /// Act on the registered context, and start the flow-table command.
     CmdAct,
     /// Waiting for the flow table's `done`.
     CmdTable,
     /// A received frame: look its tuple up.
     RxLookup,
     RxLookupWait,
+    /// The flow's context is read, registered, and the segment's effects on it
+    /// computed into registers: a stage each, since block RAM's clock-to-out leaves no
+    /// room for logic in its cycle.
     RxContext,
+    RxLatch,
+    RxCompute,
     RxDecide,
     /// Replay the payload into `mpa_rx`.
     RxMpaStart,
@@ -209,6 +216,8 @@ pub enum Control {
     RxFirmwareCopy,
     /// A host ULPDU: the context is being read.
     TxContext,
+    TxLatch,
+    TxCompute,
     TxDecide,
     TxDescriptor,
     TxStream,
@@ -338,6 +347,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     ctx_macs: BlockRam<Bits<96>, INDEX_BITS>,
     ctx_seqs: BlockRam<Bits<96>, INDEX_BITS>,
     ctx_misc: BlockRam<Bits<MISC_BITS>, INDEX_BITS>,
+    /// Between the frame buffers and their sinks: block RAM's clock-to-out leaves no
+    /// room for the sinks' logic in the same cycle, and the replay pointer's advance no
+    /// longer waits on the sinks' ready.
+    mpa_slice: SkidBuffer,
+    firmware_slice: SkidBuffer,
     mpa_rx: MpaRxDelineator,
     host_queue: PacketFifo<QUEUE_BITS>,
     firmware_queue: PacketFifo<QUEUE_BITS>,
@@ -421,27 +435,36 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     event_index_q: DFF<Bits<16>>,
     event_crc_q: DFF<Bit>,
 
-    // Decisions on a received segment (from the context read and the parser's fields).
+    /// The context RAMs' words, registered every cycle: valid the cycle after the
+    /// RAMs put them out.
+    ctx_tuple_q: DFF<Bits<96>>,
+    ctx_macs_q: DFF<Bits<96>>,
+    ctx_seqs_q: DFF<Bits<96>>,
+    ctx_misc_q: DFF<Bits<MISC_BITS>>,
+
+    // Decisions on a received segment (from the registered context and the parser's
+    // fields), registered every cycle: valid the cycle after the context is.
     seq_snd_una: Signal<Local, Bits<32>>,
     seq_snd_nxt: Signal<Local, Bits<32>>,
     seq_rcv_nxt: Signal<Local, Bits<32>>,
     ack_past_una: Signal<Local, Bits<32>>,
     ack_past_nxt: Signal<Local, Bits<32>>,
     ack_moves: Signal<Local, Bit>,
-    new_snd_una: Signal<Local, Bits<32>>,
+    new_snd_una: DFF<Bits<32>>,
     seq_offset: Signal<Local, Bits<32>>,
     end_offset: Signal<Local, Bits<32>>,
-    has_payload: Signal<Local, Bit>,
+    has_payload: DFF<Bit>,
     in_order: Signal<Local, Bit>,
-    duplicate: Signal<Local, Bit>,
-    new_rcv_nxt: Signal<Local, Bits<32>>,
-    new_misc: Signal<Local, Bits<MISC_BITS>>,
+    in_order_q: DFF<Bit>,
+    duplicate: DFF<Bit>,
+    new_rcv_nxt: DFF<Bits<32>>,
+    new_misc: DFF<Bits<MISC_BITS>>,
     /// A host ULPDU's FPDU length and whether the flow takes it.
-    fpdu_len: Signal<Local, Bits<32>>,
+    fpdu_len: DFF<Bits<32>>,
     /// `snd_nxt` after it, computed at 32 bits on its own: inside the 96-bit context
     /// word, Verilog would widen the sum and carry into `snd_una`.
-    new_snd_nxt: Signal<Local, Bits<32>>,
-    tx_refused: Signal<Local, Bit>,
+    new_snd_nxt: DFF<Bits<32>>,
+    tx_refused: DFF<Bit>,
     /// A frame buffer is being replayed (the frame buffers' read enable).
     replaying: Signal<Local, Bit>,
     /// The tuple of the command (packed).
@@ -524,6 +547,19 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             event_q,
             event_index_q,
             event_crc_q,
+            ctx_tuple_q,
+            ctx_macs_q,
+            ctx_seqs_q,
+            ctx_misc_q,
+            new_snd_una,
+            has_payload,
+            in_order_q,
+            duplicate,
+            new_rcv_nxt,
+            new_misc,
+            fpdu_len,
+            new_snd_nxt,
+            tx_refused,
             tx_source,
             frames_in,
             frames_out,
@@ -553,6 +589,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.reset.next = self.reset.val();
         self.tx_slice.clock.next = self.clock.val();
         self.tx_slice.reset.next = self.reset.val();
+        self.mpa_slice.clock.next = self.clock.val();
+        self.mpa_slice.reset.next = self.reset.val();
+        self.firmware_slice.clock.next = self.clock.val();
+        self.firmware_slice.reset.next = self.reset.val();
         self.checksums.clock.next = self.clock.val();
         self.checksums.reset.next = self.reset.val();
         self.mpa_rx.clock.next = self.clock.val();
@@ -647,7 +687,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.lookup_remote_port.next = self.w_src_port.q.val();
         self.flows.lookup_valid.next = false;
         if self.cmd_op.q.val() == 2 {
-            self.cmd_tuple.next = self.ctx_tuple.read_data.val();
+            self.cmd_tuple.next = self.ctx_tuple_q.q.val();
         } else {
             self.cmd_tuple.next = self.w_tuple.q.val();
         }
@@ -659,47 +699,53 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.cmd_remove.next = self.cmd_op.q.val() == 2;
         self.flows.cmd_valid.next = false;
 
+        self.ctx_tuple_q.d.next = self.ctx_tuple.read_data.val();
+        self.ctx_macs_q.d.next = self.ctx_macs.read_data.val();
+        self.ctx_seqs_q.d.next = self.ctx_seqs.read_data.val();
+        self.ctx_misc_q.d.next = self.ctx_misc.read_data.val();
+
         // What a received segment does to its flow's context (valid in RxDecide).
-        self.seq_snd_una.next = self.ctx_seqs.read_data.val().get_bits::<32>(64);
-        self.seq_snd_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(32);
-        self.seq_rcv_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(0);
+        self.seq_snd_una.next = self.ctx_seqs_q.q.val().get_bits::<32>(64);
+        self.seq_snd_nxt.next = self.ctx_seqs_q.q.val().get_bits::<32>(32);
+        self.seq_rcv_nxt.next = self.ctx_seqs_q.q.val().get_bits::<32>(0);
         self.ack_past_una.next = self.w_ack.q.val() - self.seq_snd_una.val();
         self.ack_past_nxt.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
         self.ack_moves.next = self.w_seg_flags.q.val().get_bit(4)
             & (self.ack_past_una.val() != 0)
             & !self.ack_past_una.val().get_bit(31)
             & ((self.ack_past_nxt.val() == 0) | self.ack_past_nxt.val().get_bit(31));
-        self.new_snd_una.next = self.seq_snd_una.val();
+        self.new_snd_una.d.next = self.seq_snd_una.val();
         if self.ack_moves.val() {
-            self.new_snd_una.next = self.w_ack.q.val();
+            self.new_snd_una.d.next = self.w_ack.q.val();
         }
         self.seq_offset.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
         self.end_offset.next = self.w_seq.q.val() + bit_cast::<32, 16>(self.w_payload_len.q.val())
             - self.seq_rcv_nxt.val();
-        self.has_payload.next = self.w_payload_len.q.val() != 0;
-        self.in_order.next = self.has_payload.val() & (self.seq_offset.val() == 0);
-        self.duplicate.next = self.has_payload.val()
+        self.has_payload.d.next = self.w_payload_len.q.val() != 0;
+        self.in_order.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
+        self.in_order_q.d.next = self.in_order.val();
+        self.duplicate.d.next = (self.w_payload_len.q.val() != 0)
             & self.seq_offset.val().get_bit(31)
             & ((self.end_offset.val() == 0) | self.end_offset.val().get_bit(31));
-        self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
+        self.new_rcv_nxt.d.next = self.seq_rcv_nxt.val();
         if self.in_order.val() {
-            self.new_rcv_nxt.next =
+            self.new_rcv_nxt.d.next =
                 self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
         }
-        self.new_misc.next = self.ctx_misc.read_data.val();
+        self.new_misc.d.next = self.ctx_misc_q.q.val();
         if self.w_seg_flags.q.val().get_bit(4) {
-            self.new_misc.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
-                | (self.ctx_misc.read_data.val() & 0xFFFF)
+            self.new_misc.d.next = ((self.ctx_misc_q.q.val() >> 32) << 32)
+                | (self.ctx_misc_q.q.val() & 0xFFFF)
                 | (bit_cast::<MISC_BITS, 16>(self.w_window.q.val()) << 16);
         }
         // A host ULPDU's FPDU: length, PAD and CRC (valid in TxDecide).
-        self.fpdu_len.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
-        self.new_snd_nxt.next = self.seq_snd_nxt.val() + self.fpdu_len.val();
-        self.tx_refused.next = !self.ctx_misc.read_data.val().get_bit(51)
-            | self.ctx_misc.read_data.val().get_bit(49)
-            | self.ctx_misc.read_data.val().get_bit(50)
-            | (self.fpdu_len.val()
-                > bit_cast::<32, 16>(self.ctx_misc.read_data.val().get_bits::<16>(0)));
+        self.fpdu_len.d.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
+        self.new_snd_nxt.d.next = self.seq_snd_nxt.val() + self.fpdu_len.q.val();
+        self.tx_refused.d.next = !self.ctx_misc_q.q.val().get_bit(51)
+            | self.ctx_misc_q.q.val().get_bit(49)
+            | self.ctx_misc_q.q.val().get_bit(50)
+            | (self.fpdu_len.q.val()
+                > bit_cast::<32, 16>(self.ctx_misc_q.q.val().get_bits::<16>(0)));
 
         // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue): the
         // RAM is addressed one beat ahead when a beat is taken, so it streams a beat per
@@ -708,10 +754,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.replay_is_last.next = self.replay.q.val() == self.w_payload_last.q.val();
         if self.control.q.val() == Control::RxFirmwareCopy {
             self.replay_is_last.next = self.replay.q.val() == self.w_raw_last.q.val();
-            self.replay_take.next = self.firmware_queue.in_ready.val();
+            self.replay_take.next = self.firmware_slice.in_ready.val();
         }
         if self.control.q.val() == Control::RxMpaFeed {
-            self.replay_take.next = self.mpa_rx.in_ready.val();
+            self.replay_take.next = self.mpa_slice.in_ready.val();
         }
         self.replay_next.next = self.replay.q.val();
         if self.replay_take.val() {
@@ -722,13 +768,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // MPA receive, reset before each segment, into the host queue.
         self.mpa_rx.reset.next = self.reset.val() | (self.control.q.val() == Control::RxMpaStart);
         self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
-        self.mpa_rx.in_data.next = self.payload.read_data.val();
-        self.mpa_rx.in_keep.next = 0xFF.into();
+        self.mpa_slice.in_data.next = self.payload.read_data.val();
+        self.mpa_slice.in_keep.next = 0xFF.into();
         if self.replay_is_last.val() {
-            self.mpa_rx.in_keep.next = self.w_payload_last_keep.q.val();
+            self.mpa_slice.in_keep.next = self.w_payload_last_keep.q.val();
         }
-        self.mpa_rx.in_last.next = self.replay_is_last.val();
-        self.mpa_rx.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
+        self.mpa_slice.in_last.next = self.replay_is_last.val();
+        self.mpa_slice.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
+        self.mpa_rx.in_data.next = self.mpa_slice.out_data.val();
+        self.mpa_rx.in_keep.next = self.mpa_slice.out_keep.val();
+        self.mpa_rx.in_last.next = self.mpa_slice.out_last.val();
+        self.mpa_rx.in_valid.next = self.mpa_slice.out_valid.val();
+        self.mpa_slice.out_ready.next = self.mpa_rx.in_ready.val();
         self.host_queue.in_data.next = self.mpa_rx.ulpdu_data.val();
         self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
         self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
@@ -751,15 +802,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.host_queue.out_ready.next = self.host_rx_ready.val();
 
         // Raw frames into the firmware queue.
-        self.firmware_queue.in_data.next = self.raw.read_data.val();
-        self.firmware_queue.in_keep.next = 0xFF.into();
+        // (A frame's last beats may still be in the slice when the controller moves on:
+        // the slice keeps them in order ahead of the next frame's.)
+        self.firmware_slice.in_data.next = self.raw.read_data.val();
+        self.firmware_slice.in_keep.next = 0xFF.into();
         if self.replay_is_last.val() {
-            self.firmware_queue.in_keep.next = self.w_raw_last_keep.q.val();
+            self.firmware_slice.in_keep.next = self.w_raw_last_keep.q.val();
         }
-        self.firmware_queue.in_last.next = self.replay_is_last.val();
+        self.firmware_slice.in_last.next = self.replay_is_last.val();
+        self.firmware_slice.in_valid.next = self.control.q.val() == Control::RxFirmwareCopy;
+        self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
+        self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
+        self.firmware_queue.in_last.next = self.firmware_slice.out_last.val();
         self.firmware_queue.in_good.next = true;
         self.firmware_queue.in_tag.next = 0.into();
-        self.firmware_queue.in_valid.next = self.control.q.val() == Control::RxFirmwareCopy;
+        self.firmware_queue.in_valid.next = self.firmware_slice.out_valid.val();
+        self.firmware_slice.out_ready.next = self.firmware_queue.in_ready.val();
         self.fw_rx_data.next = self.firmware_queue.out_data.val();
         self.fw_rx_keep.next = self.firmware_queue.out_keep.val();
         self.fw_rx_last.next = self.firmware_queue.out_last.val();
@@ -913,21 +971,24 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::CmdRead => {
+                self.control.d.next = Control::CmdLatch;
+            }
+            Control::CmdLatch => {
                 self.control.d.next = Control::CmdAct;
             }
             Control::CmdAct => {
                 self.control.d.next = Control::Idle;
                 self.done_q.d.next = true;
-                self.status_q.d.next = self.ctx_misc.read_data.val().get_bit(51);
+                self.status_q.d.next = self.ctx_misc_q.q.val().get_bit(51);
                 if self.cmd_op.q.val() == 0 {
                     // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
                     self.ctx_tuple.write_enable.next = true;
                     self.ctx_macs.write_enable.next = true;
                     self.ctx_seqs.write_enable.next = true;
                     self.ctx_misc.write_enable.next = true;
-                    if self.ctx_misc.read_data.val().get_bit(51)
-                        & self.ctx_misc.read_data.val().get_bit(50)
-                        & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
+                    if self.ctx_misc_q.q.val().get_bit(51)
+                        & self.ctx_misc_q.q.val().get_bit(50)
+                        & (self.ctx_tuple_q.q.val() == self.w_tuple.q.val())
                     {
                         self.ctx_misc.write_data.next =
                             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
@@ -937,12 +998,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.control.d.next = Control::CmdTable;
                 }
                 if self.cmd_op.q.val() == 1 {
-                    self.rd_tuple.d.next = self.ctx_tuple.read_data.val();
-                    self.rd_macs.d.next = self.ctx_macs.read_data.val();
-                    self.rd_seqs.d.next = self.ctx_seqs.read_data.val();
-                    self.rd_misc.d.next = self.ctx_misc.read_data.val();
+                    self.rd_tuple.d.next = self.ctx_tuple_q.q.val();
+                    self.rd_macs.d.next = self.ctx_macs_q.q.val();
+                    self.rd_seqs.d.next = self.ctx_seqs_q.q.val();
+                    self.rd_misc.d.next = self.ctx_misc_q.q.val();
                 }
-                if (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51) {
+                if (self.cmd_op.q.val() == 2) & self.ctx_misc_q.q.val().get_bit(51) {
                     self.ctx_misc.write_data.next = 0.into();
                     self.ctx_misc.write_enable.next = true;
                     self.flows.cmd_valid.next = true;
@@ -984,46 +1045,53 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxContext => {
+                self.control.d.next = Control::RxLatch;
+            }
+            Control::RxLatch => {
+                self.control.d.next = Control::RxCompute;
+            }
+            Control::RxCompute => {
                 self.control.d.next = Control::RxDecide;
             }
             Control::RxDecide => {
-                self.w_tuple.d.next = self.ctx_tuple.read_data.val();
-                self.w_macs.d.next = self.ctx_macs.read_data.val();
-                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
+                self.w_tuple.d.next = self.ctx_tuple_q.q.val();
+                self.w_macs.d.next = self.ctx_macs_q.q.val();
+                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.q.val()) << 64)
                     | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                    | bit_cast::<96, 32>(self.new_rcv_nxt.val());
-                self.w_misc.d.next = self.new_misc.val();
+                    | bit_cast::<96, 32>(self.new_rcv_nxt.q.val());
+                self.w_misc.d.next = self.new_misc.q.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
                 self.max_ulpdu.d.next = 0.into();
-                if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
+                if self.ctx_misc_q.q.val().get_bits::<16>(0) >= 8 {
                     self.max_ulpdu.d.next =
-                        ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
+                        ((self.ctx_misc_q.q.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
                 }
-                if !self.ctx_misc.read_data.val().get_bit(51)
-                    | self.ctx_misc.read_data.val().get_bit(49)
+                if !self.ctx_misc_q.q.val().get_bit(51)
+                    | self.ctx_misc_q.q.val().get_bit(49)
                     | self.w_seg_flags.q.val().get_bit(2)
                 {
                     self.control.d.next = Control::RxFirmwareStart;
                 } else {
-                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.val())
+                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.q.val())
                         << 64)
                         | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                        | bit_cast::<96, 32>(self.new_rcv_nxt.val());
+                        | bit_cast::<96, 32>(self.new_rcv_nxt.q.val());
                     self.ctx_seqs.write_enable.next = true;
-                    self.ctx_misc.write_data.next = self.new_misc.val();
+                    self.ctx_misc.write_data.next = self.new_misc.q.val();
                     self.ctx_misc.write_enable.next = true;
-                    if self.duplicate.val() {
+                    if self.duplicate.q.val() {
                         self.duplicates.d.next = self.duplicates.q.val() + 1;
                     }
                     self.rx_firmware_after.d.next = self.w_seg_flags.q.val().get_bit(0);
-                    if self.has_payload.val() & !self.in_order.val() & !self.duplicate.val() {
+                    if self.has_payload.q.val() & !self.in_order_q.q.val() & !self.duplicate.q.val()
+                    {
                         self.out_of_order.d.next = self.out_of_order.q.val() + 1;
                         self.rx_firmware_after.d.next = false;
                     }
-                    if self.in_order.val() & !self.ctx_misc.read_data.val().get_bit(50) {
+                    if self.in_order_q.q.val() & !self.ctx_misc_q.q.val().get_bit(50) {
                         self.control.d.next = Control::RxMpaStart;
-                    } else if self.has_payload.val() {
+                    } else if self.has_payload.q.val() {
                         self.control.d.next = Control::RxAck;
                     } else if self.w_seg_flags.q.val().get_bit(0) {
                         self.control.d.next = Control::RxFirmwareStart;
@@ -1043,9 +1111,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxMpaDrain => {
-                // The segment's last beat is in; wait until its ULPDUs are all out and
-                // its errors latched.
-                if !self.mpa_rx.busy.val() {
+                // The segment's last beat is replayed; wait until it has left the slice,
+                // its ULPDUs are all out and its errors latched.
+                if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
                     self.control.d.next = Control::RxAck;
                     if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
                         self.w_misc.d.next =
@@ -1092,23 +1160,29 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::TxContext => {
+                self.control.d.next = Control::TxLatch;
+            }
+            Control::TxLatch => {
+                self.control.d.next = Control::TxCompute;
+            }
+            Control::TxCompute => {
                 self.control.d.next = Control::TxDecide;
             }
             Control::TxDecide => {
-                if self.tx_refused.val() {
+                if self.tx_refused.q.val() {
                     self.host_refused.d.next = self.host_refused.q.val() + 1;
                     self.control.d.next = Control::TxDrop;
                 } else {
                     self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val())
                         << 64)
-                        | (bit_cast::<96, 32>(self.new_snd_nxt.val()) << 32)
+                        | (bit_cast::<96, 32>(self.new_snd_nxt.q.val()) << 32)
                         | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
                     self.ctx_seqs.write_enable.next = true;
-                    self.w_tuple.d.next = self.ctx_tuple.read_data.val();
-                    self.w_macs.d.next = self.ctx_macs.read_data.val();
-                    self.w_seqs.d.next = self.ctx_seqs.read_data.val();
+                    self.w_tuple.d.next = self.ctx_tuple_q.q.val();
+                    self.w_macs.d.next = self.ctx_macs_q.q.val();
+                    self.w_seqs.d.next = self.ctx_seqs_q.q.val();
                     self.w_flags.d.next = 0x18.into();
-                    self.w_len.d.next = bit_cast::<16, 32>(self.fpdu_len.val());
+                    self.w_len.d.next = bit_cast::<16, 32>(self.fpdu_len.q.val());
                     self.control.d.next = Control::TxDescriptor;
                 }
             }
