@@ -24,15 +24,28 @@
 //! each beat's four little-endian 16-bit lanes are added as they stand into 32-bit
 //! accumulators (as in `tcp_rx`), and the folded, complemented sum is written back as a
 //! little-endian lane. The IHL is fixed at 5, so the IPv4 header and the pseudo-header
-//! addresses sit in fixed lanes; only the segment's end is compared per lane. Which
-//! lanes of a beat count is decided, into registered flags, when the beat before it is
-//! taken, and the pseudo-header's protocol and length are a register set from the
-//! total length: a beat's path is only the lane selection and the sums.
+//! addresses sit in fixed lanes; only the segment's end is compared per lane. Every
+//! beat but a frame's last is full, so beat `b` starts at byte 8b and everything
+//! positional is decided from beat indices, not byte counts:
+//! - which lanes of a beat count, into registered flags when the beat before it is
+//!   taken, from the beat index and from where the segment's last byte lies (its beat
+//!   and position, registered a cycle after the total length arrives in beat 2);
+//! - whether the segment ends within the frame (`14 + total_len <= frame length`),
+//!   from two such flags and the last beat's `keep`;
+//! - whether the frame fits 1518 bytes: only its 190th beat can overrun.
+//!
+//! A beat's lanes are added up in one cycle and join the accumulators in the next, so no
+//! cycle adds more than two terms into an accumulator; the last beat's lane sum is
+//! queued beside the rest and added when the frame is popped, and its checksum fields
+//! are folded the cycle after, two or more cycles before beat 3 is read. The
+//! pseudo-header's protocol and length are a register set from the total length.
 //!
 //! **Timing** (`cargo run -p iwnic-hdl --release --example synth_report -- tx_checksum`,
-//! LFE5U-25F-6, out of context): 1,857 LUT4, 737 FF, 2 DP16KD, 90.2 MHz post-route (was
-//! 55.6 MHz with the lane compares and the pseudo-header in the sums' path); critical
-//! path: the ring's fill level through `in_ready` to a frame's commit and its counter.
+//! LFE5U-25F-6, out of context): 1,490 LUT4, 1,012 FF, 2 DP16KD, 110.0 MHz post-route
+//! (was 55.6 MHz with the lane compares and the pseudo-header in the sums' path, and
+//! 90.2 MHz with a combinational `in_ready`, byte-count compares and six-term sums);
+//! critical path: the ring's block RAM clock-to-out into the output register, the next
+//! thing to pipeline.
 //!
 //! **Buffer**: one RAM of 512 × 72 bits (data and keep of a beat; two DP16KD at
 //! 512 × 36 on an ECP5) used as a ring. A frame is written from the ring's write pointer; on its last
@@ -47,10 +60,13 @@
 //!
 //! **Interface**: 64-bit beats, byte 0 in bits 7:0, `keep` contiguous low bytes (only the
 //! last beat partial), one frame per packet; keep is stored and sent as it came.
-//! `in_ready` is low during `reset`, while the ring is full (512 beats awaiting output)
-//! or while two complete frames are queued for output; it is high regardless of those
-//! while an oversized frame's excess beats are discarded. It depends on registers and
-//! `reset` only, never on `in_valid`. The output is registered.
+//! `in_ready` is a register (gated by `reset`), set from the cycle before: it is low
+//! during `reset`, after a cycle in which 511 or more beats awaited output in the ring,
+//! and after a cycle at whose end two complete frames were queued for output (or would
+//! be, if the last beat taken then commits); it is high regardless of those while an
+//! oversized frame's excess beats are discarded. A frame whose middle beats are not
+//! full breaks the interface: it leaves with wrong checksums (never a hang or a lost
+//! frame). The output is registered.
 //!
 //! **Latency**: a frame's first beat is on `out_*` 3 cycles after the cycle its last
 //! beat was taken (pop the queue, read the RAM, output register).
@@ -103,17 +119,37 @@ pub struct TxChecksum {
     // ---- write side ----
     /// An input beat is taken this cycle.
     take: Signal<Local, Bit>,
+    /// `in_ready`, decided in the cycle before from that cycle's state: the fill level
+    /// and queue compares stay off the input's path.
+    ready_q: DFF<Bit>,
+    /// A frame's last beat may be pushed into the queue this cycle (it is taken; whether
+    /// it commits is left out, so the queue's full flag errs on the safe side).
+    push_maybe: Signal<Local, Bit>,
+    /// The queue is full next cycle (or might be).
+    queue_full_next: Signal<Local, Bit>,
+    /// The frame's excess beats are being discarded next cycle.
+    discard_next: Signal<Local, Bit>,
     /// Beats written but not yet sent (0..=512).
     used: Signal<Local, Bits<10>>,
     wr_next: Signal<Local, Bits<10>>,
     beat_bytes: Signal<Local, Bits<16>>,
     /// The frame's length including this beat.
     end_len: Signal<Local, Bits<16>>,
-    /// Byte offsets within the frame of the four 16-bit lanes of the next beat.
-    next_at_0: Signal<Local, Bits<16>>,
-    next_at_1: Signal<Local, Bits<16>>,
-    next_at_2: Signal<Local, Bits<16>>,
-    next_at_3: Signal<Local, Bits<16>>,
+    /// Where the segment's last byte lies, from `seg_end` a cycle after it is set: the
+    /// index of the beat before its beat, and its position within its beat.
+    seg_pre_beat: DFF<Bits<16>>,
+    seg_last_pos: DFF<Bits<3>>,
+    /// For this beat, decided when the beat before was taken (and only from beat 6 on:
+    /// no shorter frame holds a filled segment): the segment's last byte lies in an
+    /// earlier beat, or in this one.
+    seg_before: DFF<Bit>,
+    seg_here: DFF<Bit>,
+    /// The segment ends within the frame if this beat is its last (`seg_end <=
+    /// end_len`).
+    seg_fits: Signal<Local, Bit>,
+    /// The next beat lies before the beat holding the segment's last byte, or is it.
+    next_before_seg_last: Signal<Local, Bit>,
+    next_is_seg_last: Signal<Local, Bit>,
     /// Whether each lane of this beat counts for the IPv4 sum, and its low and high
     /// bytes for the TCP sum: decided when the beat before was taken.
     ip_in_0: DFF<Bit>,
@@ -144,6 +180,12 @@ pub struct TxChecksum {
     /// The sums including this beat (and, for TCP, the rest of the pseudo-header).
     ip_total: Signal<Local, Bits<32>>,
     tcp_total: Signal<Local, Bits<32>>,
+    /// This beat's lanes added up; registered, they join the sums a cycle later, so no
+    /// cycle adds more than two terms into an accumulator.
+    ip_beat: Signal<Local, Bits<32>>,
+    tcp_beat: Signal<Local, Bits<32>>,
+    ip_beat_q: DFF<Bits<32>>,
+    tcp_beat_q: DFF<Bits<32>>,
     /// On the last beat: the frame is kept (not oversized, every beat written).
     commit: Signal<Local, Bit>,
     /// On the last beat: the frame's checksums are filled.
@@ -170,11 +212,17 @@ pub struct TxChecksum {
     q0_fill: DFF<Bit>,
     q0_ip: DFF<Bits<32>>,
     q0_tcp: DFF<Bits<32>>,
+    /// The last beat's lanes, kept apart from the rest of the sums (added when the
+    /// frame is popped, with cycles to spare before its checksums are sent).
+    q0_ip_last: DFF<Bits<32>>,
+    q0_tcp_last: DFF<Bits<32>>,
     q1_valid: DFF<Bit>,
     q1_beats: DFF<Bits<8>>,
     q1_fill: DFF<Bit>,
     q1_ip: DFF<Bits<32>>,
     q1_tcp: DFF<Bits<32>>,
+    q1_ip_last: DFF<Bits<32>>,
+    q1_tcp_last: DFF<Bits<32>>,
     push_sel: DFF<Bit>,
     pop_sel: DFF<Bit>,
     head_valid: Signal<Local, Bit>,
@@ -182,10 +230,15 @@ pub struct TxChecksum {
     head_fill: Signal<Local, Bit>,
     head_ip: Signal<Local, Bits<32>>,
     head_tcp: Signal<Local, Bits<32>>,
-    head_ip_fold: Signal<Local, Bits<32>>,
-    head_ip_fold2: Signal<Local, Bits<16>>,
-    head_tcp_fold: Signal<Local, Bits<32>>,
-    head_tcp_fold2: Signal<Local, Bits<16>>,
+    head_ip_last: Signal<Local, Bits<32>>,
+    head_tcp_last: Signal<Local, Bits<32>>,
+    /// The frame being read: its whole sums, set when it is popped, and their folds.
+    cur_ip_sum: DFF<Bits<32>>,
+    cur_tcp_sum: DFF<Bits<32>>,
+    cur_ip_fold: Signal<Local, Bits<32>>,
+    cur_ip_fold2: Signal<Local, Bits<16>>,
+    cur_tcp_fold: Signal<Local, Bits<32>>,
+    cur_tcp_fold2: Signal<Local, Bits<16>>,
     // ---- read side ----
     /// The output register takes a new beat (or empties) this cycle.
     load: Signal<Local, Bit>,
@@ -223,6 +276,7 @@ impl Logic for TxChecksum {
         dff_setup!(
             self,
             clock,
+            ready_q,
             wr_ptr,
             frame_start,
             wr_beat,
@@ -233,6 +287,10 @@ impl Logic for TxChecksum {
             total_len,
             seg_end,
             pseudo,
+            seg_pre_beat,
+            seg_last_pos,
+            seg_before,
+            seg_here,
             ip_in_0,
             ip_in_1,
             ip_in_2,
@@ -247,6 +305,14 @@ impl Logic for TxChecksum {
             tcp_high_in_3,
             ip_sum,
             tcp_sum,
+            ip_beat_q,
+            tcp_beat_q,
+            q0_ip_last,
+            q0_tcp_last,
+            q1_ip_last,
+            q1_tcp_last,
+            cur_ip_sum,
+            cur_tcp_sum,
             q0_valid,
             q0_beats,
             q0_fill,
@@ -280,9 +346,7 @@ impl Logic for TxChecksum {
         // ---- write side ----
         self.used.next = self.wr_ptr.q.val() - self.pres_ptr.q.val();
         self.wr_next.next = self.wr_ptr.q.val() + 1;
-        self.in_ready.next = !self.reset.val()
-            & ((self.wr_beat.q.val() >= 190)
-                | ((self.used.val() != 512) & !(self.q0_valid.q.val() & self.q1_valid.q.val())));
+        self.in_ready.next = self.ready_q.q.val() & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val();
 
         match self.in_keep.val().index() {
@@ -306,53 +370,56 @@ impl Logic for TxChecksum {
         // path. `seg_end` is set by beat 2 and so is known for the lanes from beat 6 on;
         // lanes below byte 54 lie inside the segment of every frame that is filled
         // (total_len >= 40) and the sums of frames not filled are not used.
-        self.next_at_0.next = self.frame_len.q.val() + 8;
-        self.next_at_1.next = self.frame_len.q.val() + 10;
-        self.next_at_2.next = self.frame_len.q.val() + 12;
-        self.next_at_3.next = self.frame_len.q.val() + 14;
+        self.seg_pre_beat.d.next = (self.seg_end.q.val() - 9) >> 3;
+        self.seg_last_pos.d.next = bit_cast::<3, 16>((self.seg_end.q.val() - 1) & 7);
+        self.next_before_seg_last.next =
+            bit_cast::<16, 8>(self.wr_beat.q.val()) < self.seg_pre_beat.q.val();
+        self.next_is_seg_last.next =
+            bit_cast::<16, 8>(self.wr_beat.q.val()) == self.seg_pre_beat.q.val();
         if self.take.val() {
-            self.ip_in_0.d.next = (self.next_at_0.val() >= 14)
-                & (self.next_at_0.val() < 34)
-                & (self.next_at_0.val() != 24);
-            self.tcp_low_in_0.d.next = (self.next_at_0.val() >= 26)
-                & (self.next_at_0.val() != 50)
-                & ((self.next_at_0.val() < 54) | (self.next_at_0.val() < self.seg_end.q.val()));
-            self.tcp_high_in_0.d.next = (self.next_at_0.val() >= 26)
-                & (self.next_at_0.val() != 50)
-                & ((self.next_at_0.val() < 54) | (self.next_at_0.val() + 1 < self.seg_end.q.val()));
-        }
-        if self.take.val() {
-            self.ip_in_1.d.next = (self.next_at_1.val() >= 14)
-                & (self.next_at_1.val() < 34)
-                & (self.next_at_1.val() != 24);
-            self.tcp_low_in_1.d.next = (self.next_at_1.val() >= 26)
-                & (self.next_at_1.val() != 50)
-                & ((self.next_at_1.val() < 54) | (self.next_at_1.val() < self.seg_end.q.val()));
-            self.tcp_high_in_1.d.next = (self.next_at_1.val() >= 26)
-                & (self.next_at_1.val() != 50)
-                & ((self.next_at_1.val() < 54) | (self.next_at_1.val() + 1 < self.seg_end.q.val()));
-        }
-        if self.take.val() {
-            self.ip_in_2.d.next = (self.next_at_2.val() >= 14)
-                & (self.next_at_2.val() < 34)
-                & (self.next_at_2.val() != 24);
-            self.tcp_low_in_2.d.next = (self.next_at_2.val() >= 26)
-                & (self.next_at_2.val() != 50)
-                & ((self.next_at_2.val() < 54) | (self.next_at_2.val() < self.seg_end.q.val()));
-            self.tcp_high_in_2.d.next = (self.next_at_2.val() >= 26)
-                & (self.next_at_2.val() != 50)
-                & ((self.next_at_2.val() < 54) | (self.next_at_2.val() + 1 < self.seg_end.q.val()));
-        }
-        if self.take.val() {
-            self.ip_in_3.d.next = (self.next_at_3.val() >= 14)
-                & (self.next_at_3.val() < 34)
-                & (self.next_at_3.val() != 24);
-            self.tcp_low_in_3.d.next = (self.next_at_3.val() >= 26)
-                & (self.next_at_3.val() != 50)
-                & ((self.next_at_3.val() < 54) | (self.next_at_3.val() < self.seg_end.q.val()));
-            self.tcp_high_in_3.d.next = (self.next_at_3.val() >= 26)
-                & (self.next_at_3.val() != 50)
-                & ((self.next_at_3.val() < 54) | (self.next_at_3.val() + 1 < self.seg_end.q.val()));
+            self.seg_before.d.next = (self.wr_beat.q.val() >= 5)
+                & (self.seg_pre_beat.q.val() < bit_cast::<16, 8>(self.wr_beat.q.val()));
+            self.seg_here.d.next = (self.wr_beat.q.val() >= 5) & self.next_is_seg_last.val();
+            // Lane i of beat b is bytes 8b + 2i and 8b + 2i + 1; the beat taken now is
+            // beat `wr_beat`, so the next is b = wr_beat + 1.
+            self.ip_in_0.d.next = (self.wr_beat.q.val() == 1) | (self.wr_beat.q.val() == 3);
+            self.tcp_low_in_0.d.next = (self.wr_beat.q.val() >= 3)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | self.next_is_seg_last.val());
+            self.tcp_high_in_0.d.next = (self.wr_beat.q.val() >= 3)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 1)));
+            self.ip_in_1.d.next = (self.wr_beat.q.val() == 1) | (self.wr_beat.q.val() == 2);
+            self.tcp_low_in_1.d.next = (self.wr_beat.q.val() >= 2)
+                & (self.wr_beat.q.val() != 5)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 2)));
+            self.tcp_high_in_1.d.next = (self.wr_beat.q.val() >= 2)
+                & (self.wr_beat.q.val() != 5)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 3)));
+            self.ip_in_2.d.next = (self.wr_beat.q.val() == 1) | (self.wr_beat.q.val() == 2);
+            self.tcp_low_in_2.d.next = (self.wr_beat.q.val() >= 2)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 4)));
+            self.tcp_high_in_2.d.next = (self.wr_beat.q.val() >= 2)
+                & ((self.wr_beat.q.val() <= 5)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 5)));
+            self.ip_in_3.d.next = self.wr_beat.q.val() <= 2;
+            self.tcp_low_in_3.d.next = (self.wr_beat.q.val() >= 2)
+                & ((self.wr_beat.q.val() <= 4)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 6)));
+            self.tcp_high_in_3.d.next = (self.wr_beat.q.val() >= 2)
+                & ((self.wr_beat.q.val() <= 4)
+                    | self.next_before_seg_last.val()
+                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 7)));
         }
         self.ip_lane_0.next = 0.into();
         if self.ip_in_0.q.val() {
@@ -406,18 +473,59 @@ impl Logic for TxChecksum {
         self.pseudo.d.next = 0x0600
             + (bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(0)) << 8)
             + bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(8));
-        self.ip_total.next = self.ip_sum.q.val()
-            + self.ip_lane_0.val()
-            + self.ip_lane_1.val()
-            + self.ip_lane_2.val()
-            + self.ip_lane_3.val();
-        self.tcp_total.next = self.tcp_sum.q.val()
-            + self.tcp_lane_0.val()
-            + self.tcp_lane_1.val()
-            + self.tcp_lane_2.val()
-            + self.tcp_lane_3.val()
-            + self.pseudo.q.val();
-        self.commit.next = (self.end_len.val() <= 1518) & (self.wr_beat.q.val() < 190);
+        self.ip_beat.next = (self.ip_lane_0.val() + self.ip_lane_1.val())
+            + (self.ip_lane_2.val() + self.ip_lane_3.val());
+        self.tcp_beat.next = (self.tcp_lane_0.val() + self.tcp_lane_1.val())
+            + (self.tcp_lane_2.val() + self.tcp_lane_3.val());
+        self.ip_beat_q.d.next = 0.into();
+        self.tcp_beat_q.d.next = 0.into();
+        if self.take.val() {
+            self.ip_beat_q.d.next = self.ip_beat.val();
+            self.tcp_beat_q.d.next = self.tcp_beat.val();
+        }
+        // On a frame's last beat, its sums but that beat's lanes.
+        self.ip_total.next = self.ip_sum.q.val() + self.ip_beat_q.q.val();
+        self.tcp_total.next = self.tcp_sum.q.val() + self.tcp_beat_q.q.val() + self.pseudo.q.val();
+        self.ip_sum.d.next = self.ip_total.val();
+        self.tcp_sum.d.next = self.tcp_sum.q.val() + self.tcp_beat_q.q.val();
+        // Every beat but the last is full, so only the 190th beat can take a frame past
+        // 1518 bytes (189 full beats are 1512).
+        self.commit.next = (self.wr_beat.q.val() < 189)
+            | ((self.wr_beat.q.val() == 189) & !self.in_keep.val().get_bit(6));
+        // Every beat but the last is full: a last beat of k bytes holds the segment's end
+        // when the segment's last byte lies before it or at a position below k.
+        match self.in_keep.val().index() {
+            1 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 1))
+            }
+            3 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 2))
+            }
+            7 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 3))
+            }
+            15 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 4))
+            }
+            31 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 5))
+            }
+            63 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 6))
+            }
+            127 => {
+                self.seg_fits.next = self.seg_before.q.val()
+                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 7))
+            }
+            255 => self.seg_fits.next = self.seg_before.q.val() | self.seg_here.q.val(),
+            _ => self.seg_fits.next = self.seg_before.q.val(),
+        }
         self.fill.next = (self.ethertype.q.val() == 0x0008)
             & (self.version_ihl.q.val() == 0x45)
             & (self.protocol.q.val() == 6)
@@ -425,7 +533,7 @@ impl Logic for TxChecksum {
             // (Bounded first: `seg_end` is 14 + total_len in 16 bits and wraps above
             // 65,521.)
             & (self.total_len.q.val() <= 1504)
-            & (self.seg_end.q.val() <= self.end_len.val());
+            & self.seg_fits.val();
 
         self.ring.write_address.next = self.wr_ptr.q.val().get_bits::<9>(0);
         self.ring.write_data.next =
@@ -439,21 +547,29 @@ impl Logic for TxChecksum {
             self.head_fill.next = self.q1_fill.q.val();
             self.head_ip.next = self.q1_ip.q.val();
             self.head_tcp.next = self.q1_tcp.q.val();
+            self.head_ip_last.next = self.q1_ip_last.q.val();
+            self.head_tcp_last.next = self.q1_tcp_last.q.val();
         } else {
             self.head_valid.next = self.q0_valid.q.val();
             self.head_beats.next = self.q0_beats.q.val();
             self.head_fill.next = self.q0_fill.q.val();
             self.head_ip.next = self.q0_ip.q.val();
             self.head_tcp.next = self.q0_tcp.q.val();
+            self.head_ip_last.next = self.q0_ip_last.q.val();
+            self.head_tcp_last.next = self.q0_tcp_last.q.val();
         }
-        self.head_ip_fold.next = (self.head_ip.val() & 0xFFFF) + (self.head_ip.val() >> 16);
-        self.head_ip_fold2.next = bit_cast::<16, 32>(
-            (self.head_ip_fold.val() & 0xFFFF) + (self.head_ip_fold.val() >> 16),
+        // The fields a cycle after the pop, two or more before beat 3 is read.
+        self.cur_ip_fold.next =
+            (self.cur_ip_sum.q.val() & 0xFFFF) + (self.cur_ip_sum.q.val() >> 16);
+        self.cur_ip_fold2.next =
+            bit_cast::<16, 32>((self.cur_ip_fold.val() & 0xFFFF) + (self.cur_ip_fold.val() >> 16));
+        self.cur_tcp_fold.next =
+            (self.cur_tcp_sum.q.val() & 0xFFFF) + (self.cur_tcp_sum.q.val() >> 16);
+        self.cur_tcp_fold2.next = bit_cast::<16, 32>(
+            (self.cur_tcp_fold.val() & 0xFFFF) + (self.cur_tcp_fold.val() >> 16),
         );
-        self.head_tcp_fold.next = (self.head_tcp.val() & 0xFFFF) + (self.head_tcp.val() >> 16);
-        self.head_tcp_fold2.next = bit_cast::<16, 32>(
-            (self.head_tcp_fold.val() & 0xFFFF) + (self.head_tcp_fold.val() >> 16),
-        );
+        self.cur_ip_field.d.next = !self.cur_ip_fold2.val();
+        self.cur_tcp_field.d.next = !self.cur_tcp_fold2.val();
 
         if self.take.val() {
             if self.wr_beat.q.val() < 190 {
@@ -464,12 +580,6 @@ impl Logic for TxChecksum {
             if self.frame_len.q.val() <= 1518 {
                 self.frame_len.d.next = self.end_len.val();
             }
-            self.ip_sum.d.next = self.ip_total.val();
-            self.tcp_sum.d.next = self.tcp_sum.q.val()
-                + self.tcp_lane_0.val()
-                + self.tcp_lane_1.val()
-                + self.tcp_lane_2.val()
-                + self.tcp_lane_3.val();
             if self.frame_len.q.val() == 8 {
                 self.ethertype.d.next = self.in_data.val().get_bits::<16>(32);
                 self.version_ihl.d.next = self.in_data.val().get_bits::<8>(48);
@@ -493,12 +603,16 @@ impl Logic for TxChecksum {
                         self.q1_fill.d.next = self.fill.val();
                         self.q1_ip.d.next = self.ip_total.val();
                         self.q1_tcp.d.next = self.tcp_total.val();
+                        self.q1_ip_last.d.next = self.ip_beat.val();
+                        self.q1_tcp_last.d.next = self.tcp_beat.val();
                     } else {
                         self.q0_valid.d.next = true;
                         self.q0_beats.d.next = self.wr_beat.q.val() + 1;
                         self.q0_fill.d.next = self.fill.val();
                         self.q0_ip.d.next = self.ip_total.val();
                         self.q0_tcp.d.next = self.tcp_total.val();
+                        self.q0_ip_last.d.next = self.ip_beat.val();
+                        self.q0_tcp_last.d.next = self.tcp_beat.val();
                     }
                     self.push_sel.d.next = !self.push_sel.q.val();
                     if self.fill.val() {
@@ -558,8 +672,8 @@ impl Logic for TxChecksum {
         if self.pop.val() {
             self.cur_beats.d.next = self.head_beats.val();
             self.cur_fill.d.next = self.head_fill.val();
-            self.cur_ip_field.d.next = !self.head_ip_fold2.val();
-            self.cur_tcp_field.d.next = !self.head_tcp_fold2.val();
+            self.cur_ip_sum.d.next = self.head_ip.val() + self.head_ip_last.val();
+            self.cur_tcp_sum.d.next = self.head_tcp.val() + self.head_tcp_last.val();
             if self.pop_sel.q.val() {
                 self.q1_valid.d.next = false;
             } else {
@@ -567,6 +681,22 @@ impl Logic for TxChecksum {
             }
             self.pop_sel.d.next = !self.pop_sel.q.val();
         }
+
+        // Next cycle's `in_ready`. The ring: at most one beat is written per cycle, so
+        // 511 or fewer now leaves room for the beat taken then. The queue: its count
+        // next cycle from this cycle's pop and possible push. An oversized frame's
+        // excess beats are discarded whatever the fill level.
+        self.push_maybe.next = self.take.val() & self.in_last.val();
+        self.queue_full_next.next = (self.q0_valid.q.val()
+            & self.q1_valid.q.val()
+            & (!self.pop.val() | self.push_maybe.val()))
+            | ((self.q0_valid.q.val() ^ self.q1_valid.q.val())
+                & self.push_maybe.val()
+                & !self.pop.val());
+        self.discard_next.next = !self.push_maybe.val()
+            & ((self.wr_beat.q.val() >= 190) | (self.take.val() & (self.wr_beat.q.val() == 189)));
+        self.ready_q.d.next =
+            self.discard_next.val() | ((self.used.val() < 511) & !self.queue_full_next.val());
 
         // Per-frame state starts over after each frame and on reset.
         if (self.take.val() & self.in_last.val()) | self.reset.val() {
@@ -579,6 +709,8 @@ impl Logic for TxChecksum {
             self.seg_end.d.next = 0.into();
             self.ip_in_0.d.next = false;
             self.ip_in_1.d.next = false;
+            self.seg_before.d.next = false;
+            self.seg_here.d.next = false;
             self.ip_in_2.d.next = false;
             self.ip_in_3.d.next = false;
             self.tcp_low_in_0.d.next = false;
@@ -591,8 +723,16 @@ impl Logic for TxChecksum {
             self.tcp_high_in_3.d.next = false;
             self.ip_sum.d.next = 0.into();
             self.tcp_sum.d.next = 0.into();
+            self.ip_beat_q.d.next = 0.into();
+            self.tcp_beat_q.d.next = 0.into();
         }
         if self.reset.val() {
+            self.ip_sum.d.next = 0.into();
+            self.tcp_sum.d.next = 0.into();
+            self.ip_beat_q.d.next = 0.into();
+            self.tcp_beat_q.d.next = 0.into();
+            // Empty after reset: ready as soon as `reset` falls.
+            self.ready_q.d.next = true;
             self.wr_ptr.d.next = 0.into();
             self.frame_start.d.next = 0.into();
             self.q0_valid.d.next = false;
