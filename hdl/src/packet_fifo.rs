@@ -122,10 +122,17 @@ pub struct PacketFifo<const ADDR_BITS: usize> {
     used: Signal<Local, Bits<PTR_BITS>>,
     /// Beats of the packet being written: `wr - commit`.
     pending_beats: Signal<Local, Bits<PTR_BITS>>,
-    /// The RAM is full.
-    full: Signal<Local, Bit>,
+    /// Slots of the committed packets still in the RAM.
+    committed_beats: Signal<Local, Bits<PTR_BITS>>,
+    /// The write pointer returns to `commit` / moves `commit` this cycle.
+    rolling_back: Signal<Local, Bit>,
+    committing: Signal<Local, Bit>,
+    /// The RAM is full. Registered: next cycle's value is picked from compares on this
+    /// cycle's pointers by what the cycle does, so `in_ready` is a gate behind
+    /// flip-flops and no pointer subtraction follows the read and write decisions.
+    full: DFF<Bit>,
     /// The RAM is full of the packet being written alone: its next beat is dropped.
-    too_long: Signal<Local, Bit>,
+    too_long: DFF<Bit>,
     /// An input beat is taken this cycle.
     take: Signal<Local, Bit>,
     /// The tag written with this beat: `in_tag` on a first beat, else the packet's.
@@ -184,6 +191,9 @@ impl<const ADDR_BITS: usize> Default for PacketFifo<ADDR_BITS> {
             ram: Default::default(),
             depth: Constant::new((1_u64 << ADDR_BITS).into()),
             used: Default::default(),
+            committed_beats: Default::default(),
+            rolling_back: Default::default(),
+            committing: Default::default(),
             pending_beats: Default::default(),
             full: Default::default(),
             too_long: Default::default(),
@@ -222,6 +232,8 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
             mid,
             tag,
             dropping,
+            full,
+            too_long,
             in_flight,
             o_valid,
             o_word,
@@ -236,10 +248,11 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
         // Write side.
         self.used.next = self.wr.q.val() - self.rd.q.val();
         self.pending_beats.next = self.wr.q.val() - self.commit.q.val();
-        self.full.next = self.used.val() == self.depth.val();
-        self.too_long.next = self.pending_beats.val() == self.depth.val();
-        self.in_ready.next =
-            (self.dropping.q.val() | !self.full.val() | self.too_long.val()) & !self.reset.val();
+        self.committed_beats.next = self.commit.q.val() - self.rd.q.val();
+        self.rolling_back.next = false;
+        self.committing.next = false;
+        self.in_ready.next = (self.dropping.q.val() | !self.full.q.val() | self.too_long.q.val())
+            & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val();
         if self.mid.q.val() {
             self.beat_tag.next = self.tag.q.val();
@@ -262,9 +275,10 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
                     self.dropping.d.next = false;
                     self.dropped_full.d.next = self.dropped_full.q.val() + 1;
                 }
-            } else if self.too_long.val() {
+            } else if self.too_long.q.val() {
                 // The beat after a full FIFO's worth of one packet: drop the packet.
                 self.wr.d.next = self.commit.q.val();
+                self.rolling_back.next = true;
                 if self.in_last.val() {
                     self.dropped_full.d.next = self.dropped_full.q.val() + 1;
                 } else {
@@ -276,9 +290,11 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
                 if self.in_last.val() {
                     if self.in_good.val() {
                         self.commit.d.next = self.wr_next.val();
+                        self.committing.next = true;
                         self.committed.d.next = self.committed.q.val() + 1;
                     } else {
                         self.wr.d.next = self.commit.q.val();
+                        self.rolling_back.next = true;
                         self.dropped_bad.d.next = self.dropped_bad.q.val() + 1;
                     }
                 }
@@ -325,6 +341,28 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
             self.committed.d.next = 0_u64.into();
             self.dropped_bad.d.next = 0_u64.into();
             self.dropped_full.d.next = 0_u64.into();
+        }
+        // Next cycle's flags: `wr - rd` and `wr - commit` then, from this cycle's values,
+        // a write (+1 to both, unless it commits), a read (-1 to `wr - rd`) and a
+        // roll-back (`wr` back to `commit`).
+        if self.rolling_back.val() {
+            self.full.d.next = (self.committed_beats.val() == self.depth.val()) & !self.issue.val();
+        } else if self.ram.write_enable.val() {
+            self.full.d.next = (self.issue.val() & (self.used.val() == self.depth.val()))
+                | (!self.issue.val() & (self.used.val() + 1 == self.depth.val()));
+        } else {
+            self.full.d.next = !self.issue.val() & (self.used.val() == self.depth.val());
+        }
+        if self.rolling_back.val() | self.committing.val() {
+            self.too_long.d.next = false;
+        } else if self.ram.write_enable.val() {
+            self.too_long.d.next = self.pending_beats.val() + 1 == self.depth.val();
+        } else {
+            self.too_long.d.next = self.pending_beats.val() == self.depth.val();
+        }
+        if self.reset.val() {
+            self.full.d.next = false;
+            self.too_long.d.next = false;
         }
         self.out_data.next = self.o_word.q.val().get_bits::<64>(0);
         self.out_keep.next = self.o_word.q.val().get_bits::<8>(64);
