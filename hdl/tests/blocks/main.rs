@@ -6,6 +6,7 @@ mod dut;
 mod stream;
 mod synth;
 
+mod block_ram;
 mod crc32c;
 mod flow_table;
 mod lint;
