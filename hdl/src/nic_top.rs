@@ -449,15 +449,19 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     seq_rcv_nxt: Signal<Local, Bits<32>>,
     ack_past_una: Signal<Local, Bits<32>>,
     ack_past_nxt: Signal<Local, Bits<32>>,
-    ack_moves: Signal<Local, Bit>,
-    new_snd_una: DFF<Bits<32>>,
+    ack_moves: DFF<Bit>,
+    /// The 32-bit selections from the registered decisions, in RxDecide.
+    new_snd_una: Signal<Local, Bits<32>>,
     seq_offset: Signal<Local, Bits<32>>,
     end_offset: Signal<Local, Bits<32>>,
     has_payload: DFF<Bit>,
-    in_order: Signal<Local, Bit>,
     in_order_q: DFF<Bit>,
     duplicate: DFF<Bit>,
-    new_rcv_nxt: DFF<Bits<32>>,
+    new_rcv_nxt: Signal<Local, Bits<32>>,
+    rcv_after_payload: DFF<Bits<32>>,
+    /// The sequence number after the segment's payload (registered from `w_seq` and
+    /// `w_payload_len`, so a cycle before the context arrives).
+    w_seq_end: DFF<Bits<32>>,
     new_misc: DFF<Bits<MISC_BITS>>,
     /// A host ULPDU's FPDU length and whether the flow takes it.
     fpdu_len: DFF<Bits<32>>,
@@ -551,11 +555,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             ctx_macs_q,
             ctx_seqs_q,
             ctx_misc_q,
-            new_snd_una,
+            ack_moves,
+            w_seq_end,
             has_payload,
             in_order_q,
             duplicate,
-            new_rcv_nxt,
+            rcv_after_payload,
             new_misc,
             fpdu_len,
             new_snd_nxt,
@@ -710,27 +715,27 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.seq_rcv_nxt.next = self.ctx_seqs_q.q.val().get_bits::<32>(0);
         self.ack_past_una.next = self.w_ack.q.val() - self.seq_snd_una.val();
         self.ack_past_nxt.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
-        self.ack_moves.next = self.w_seg_flags.q.val().get_bit(4)
+        self.ack_moves.d.next = self.w_seg_flags.q.val().get_bit(4)
             & (self.ack_past_una.val() != 0)
             & !self.ack_past_una.val().get_bit(31)
             & ((self.ack_past_nxt.val() == 0) | self.ack_past_nxt.val().get_bit(31));
-        self.new_snd_una.d.next = self.seq_snd_una.val();
-        if self.ack_moves.val() {
-            self.new_snd_una.d.next = self.w_ack.q.val();
+        self.new_snd_una.next = self.seq_snd_una.val();
+        if self.ack_moves.q.val() {
+            self.new_snd_una.next = self.w_ack.q.val();
         }
+        self.w_seq_end.d.next = self.w_seq.q.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
         self.seq_offset.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
-        self.end_offset.next = self.w_seq.q.val() + bit_cast::<32, 16>(self.w_payload_len.q.val())
-            - self.seq_rcv_nxt.val();
+        self.end_offset.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
         self.has_payload.d.next = self.w_payload_len.q.val() != 0;
-        self.in_order.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
-        self.in_order_q.d.next = self.in_order.val();
+        self.in_order_q.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
         self.duplicate.d.next = (self.w_payload_len.q.val() != 0)
             & self.seq_offset.val().get_bit(31)
             & ((self.end_offset.val() == 0) | self.end_offset.val().get_bit(31));
-        self.new_rcv_nxt.d.next = self.seq_rcv_nxt.val();
-        if self.in_order.val() {
-            self.new_rcv_nxt.d.next =
-                self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
+        self.rcv_after_payload.d.next =
+            self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
+        self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
+        if self.in_order_q.q.val() {
+            self.new_rcv_nxt.next = self.rcv_after_payload.q.val();
         }
         self.new_misc.d.next = self.ctx_misc_q.q.val();
         if self.w_seg_flags.q.val().get_bit(4) {
@@ -1056,9 +1061,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             Control::RxDecide => {
                 self.w_tuple.d.next = self.ctx_tuple_q.q.val();
                 self.w_macs.d.next = self.ctx_macs_q.q.val();
-                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.q.val()) << 64)
+                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
                     | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                    | bit_cast::<96, 32>(self.new_rcv_nxt.q.val());
+                    | bit_cast::<96, 32>(self.new_rcv_nxt.val());
                 self.w_misc.d.next = self.new_misc.q.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
@@ -1073,10 +1078,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 {
                     self.control.d.next = Control::RxFirmwareStart;
                 } else {
-                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.q.val())
+                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.val())
                         << 64)
                         | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                        | bit_cast::<96, 32>(self.new_rcv_nxt.q.val());
+                        | bit_cast::<96, 32>(self.new_rcv_nxt.val());
                     self.ctx_seqs.write_enable.next = true;
                     self.ctx_misc.write_data.next = self.new_misc.q.val();
                     self.ctx_misc.write_enable.next = true;
