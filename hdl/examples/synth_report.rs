@@ -10,9 +10,10 @@
 //! mpa_tx       2040 LUT4   119 FF   0 DP16KD   110.4 MHz   (43 s)
 //! mpa_rx       2801 LUT4   610 FF   0 DP16KD   125.4 MHz   (31 s)
 //! flow_table    911 LUT4   918 FF  16 DP16KD   114.8 MHz   (30 s)
-//! packet_fifo   437 LUT4   343 FF   3 DP16KD   114.9 MHz    (5 s)
-//! tx_checksum  1857 LUT4   737 FF   2 DP16KD    90.2 MHz   (13 s)
-//! nic_top     12064 LUT4  6670 FF  39 DP16KD    59.4 MHz   (261 s)
+//! packet_fifo   463 LUT4   345 FF   3 DP16KD   118.1 MHz    (5 s)
+//! tx_checksum  1490 LUT4  1012 FF   2 DP16KD   110.0 MHz   (11 s)
+//! skid_buffer    82 LUT4   148 FF   0 DP16KD   363.5 MHz    (2 s)
+//! nic_top     11652 LUT4  7282 FF  39 DP16KD   102.9 MHz   (~270 s)
 //! ```
 
 use iwnic_hdl::export::blocks;

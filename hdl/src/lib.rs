@@ -3,16 +3,22 @@
 //! top joining them. Streams are 64-bit data + 8-bit keep + last + valid/ready, byte 0 in
 //! bits 7:0, one frame per packet, sideband with the first beat.
 //!
-//! Blocks so far:
+//! Blocks:
 //! - [`crc32c`]: CRC32c over 64-bit beats with a partial last beat, as XOR matrices that
 //!   `build.rs` generates;
+//! - [`tcp_rx`]: the receive parser (Ethernet/IPv4/TCP frames → realigned TCP payload
+//!   with header sideband, checksums verified, bad frames dropped and counted);
 //! - [`flow_table`]: flow lookup, 4-tuple → connection index in block RAM (64 buckets
 //!   × 4 ways, XOR-fold hash, a four-stage lookup), written by the firmware;
 //! - [`mpa_rx`]: MPA receive delineation (TCP payload → ULPDUs, CRC32c checked, flow
 //!   errors latched);
+//! - [`packet_fifo`]: a packet queue committing on a good bit (host and firmware RX);
 //! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
-//! - [`tcp_rx`]: the receive parser (Ethernet/IPv4/TCP frames → realigned TCP payload
-//!   with header sideband, checksums verified, bad frames dropped and counted).
+//! - [`tcp_tx`]: the segment builder (descriptor + payload → Ethernet/IPv4/TCP frame);
+//! - [`tx_checksum`]: transmit checksum insertion, store and forward;
+//! - [`nic_top`]: the whole datapath joined, with the flow contexts and the controller;
+//! - parts: [`block_ram`] (block RAM without read-during-write logic, with or without a
+//!   registered write port) and [`skid_buffer`] (a stream slice with registered ready).
 //!
 //! Tooling: [`verilator`] lints a block's exported Verilog and builds it into a model
 //! driven from Rust; [`synth`] runs the ECP5 flow and reports LUTs, FFs, BRAMs and Fmax.

@@ -61,9 +61,9 @@
 //! late-failed frame, or one the parser drops outright, just frees the bank — this is
 //! where the parser's good bit commits). The controller takes a held frame (its bank
 //! and header fields, since the parser's move on with the next frame), looks the
-//! 4-tuple up in the
-//! flow table (latency 4), reads the flow's context (block RAM, latency 2 from the index)
-//! and decides as the model does:
+//! 4-tuple up in the flow table (latency 4), reads the flow's context (block RAM, then a
+//! register: latency 3 from the index), computes the segment's effects into registers
+//! (one more cycle) and decides as the model does:
 //!
 //! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
@@ -96,21 +96,37 @@
 //! # Throughput, size and speed
 //!
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
-//! MPA receive carries 7.3–7.5 FPDU bytes per cycle on back-to-back segments of 64- to
-//! 1,460-byte FPDUs (the input waits ~4 cycles per frame while the parser's verdict
-//! comes and the controller takes the frame); transmit 7.4–7.6 for 1,024- and
-//! 1,460-byte FPDUs, 3.8 for 64-byte ones, whose frames are mostly headers (the wire
-//! still carries 6.9 bytes per cycle).
+//! MPA receive carries 7.0–7.3 FPDU bytes per cycle on back-to-back segments of 64- to
+//! 1,460-byte FPDUs (7.3–7.5 before the context and decision registers below: the
+//! controller spends ~17 cycles a segment outside the MPA feed, so the input waits
+//! ~9 cycles a frame); transmit 7.3–7.5 for 1,024- and 1,460-byte FPDUs, 3.4 for
+//! 64-byte ones, whose frames are mostly headers (the wire still carries 6.2 bytes per
+//! cycle). Full width needs the next frame's lookup and context read to overlap the
+//! current frame's MPA feed.
 //!
-//! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context), measured
-//! with the two-stage `mpa_rx` and the lane flags of `tx_checksum`: 12,064 LUT4, 6,670
-//! FF, 39 of 56 DP16KD, **59.4 MHz** (46.5 MHz before those two) — far below the 125 MHz
-//! target. The critical path is now the transmit side's ready chain: `tx_checksum`'s
-//! ring fill level through its `in_ready`, the arbiter and the segment builder into
-//! `mpa_tx`'s CRC register (16 logic levels, 16.8 ns), so a registered ready (a skid
-//! buffer) between the arbiter and `tx_checksum` comes next. Standing alone,
-//! `tx_checksum` (90.2 MHz) is the slowest block, then `crc32c` (108.7), `mpa_tx`
-//! (110.4) and the block-RAM-bound flow table and packet FIFO (~115).
+//! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context):
+//! 11,652 LUT4, 7,282 FF, 39 of 56 DP16KD, **102.9 MHz** — still below the 125 MHz
+//! target. It was 59.4 MHz; what took it there, each step measured on the whole top:
+//! - a skid buffer between the transmit arbiter and `tx_checksum`, cutting the ready
+//!   chain from its ring fill level through the builder into `mpa_tx` (56.3 MHz
+//!   measured with the next step's RAMs still `rust_hdl`'s; the read-during-write
+//!   logic yosys builds for those was then the critical path);
+//! - the frame buffers and contexts on [`BlockRam`] (62.4 MHz): the path became the
+//!   context RAMs' 5.6 ns clock-to-out into the decisions and back into the RAMs;
+//! - the context words registered, the segment's and ULPDU's effects computed into
+//!   registers, and skid buffers between the frame buffers and `mpa_rx` / the
+//!   firmware queue (89.4 MHz; two controller states more per frame and per ULPDU,
+//!   one more per command);
+//! - `tx_checksum` (110.0 MHz standing alone) and `PacketFifo`'s registered full flags
+//!   (99.0 MHz), the context RAMs' write ports registered (94.3, placement varies by
+//!   ±5 %), and the ACK and in-order selections registered (102.9 MHz).
+//!
+//! The critical path is now `mpa_rx`'s output back-pressure: the host queue's
+//! `in_ready` through `mpa_rx`'s stage enables (11 levels, 9.7 ns); a registered ready
+//! at `mpa_rx`'s output is next. Standing alone, `crc32c` (108.7 MHz), `tx_checksum`
+//! (110.0, its ring's clock-to-out), `mpa_tx` (110.4), the flow table (114.8) and the
+//! packet FIFO (118.1) are all below 125 MHz; each needs a register after its block
+//! RAM or its CRC.
 
 use rust_hdl::prelude::*;
 
