@@ -6,21 +6,25 @@ use std::collections::VecDeque;
 use iwnic_hdl::skid_buffer::SkidBuffer;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rust_hdl::prelude::Bits;
 
 use crate::dut::{dut, lockstep, Bench, Engine, Timing};
 use crate::stream::{beats, Beat, Sink, Source};
 
 dut! {
-    SkidBuffer, verilated as "skid_buffer",
-    inputs { reset, in_data, in_keep, in_last, in_valid, out_ready }
-    outputs { in_ready, out_data, out_keep, out_last, out_valid }
+    SkidBuffer<Bits<3>>, verilated as "skid_buffer",
+    inputs { reset, in_data, in_keep, in_last, in_user, in_valid, out_ready }
+    outputs { in_ready, out_data, out_keep, out_last, out_user, out_valid }
 }
+
+/// A beat and the sideband that travels with it.
+type UserBeat = (Beat, u64);
 
 struct SkidBench {
     reset_cycles: u32,
-    source: Source<Beat>,
+    source: Source<UserBeat>,
     sink: Sink,
-    expected: VecDeque<Beat>,
+    expected: VecDeque<UserBeat>,
     /// Cycles with `out_valid` low between the first and the last output beat.
     output_bubbles: u64,
     output_started: bool,
@@ -29,7 +33,12 @@ struct SkidBench {
 impl SkidBench {
     fn new(packets: &[Vec<u8>], idle_probability: f64, stall_probability: f64, seed: u64) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
-        let input: Vec<Beat> = packets.iter().flat_map(|p| beats(p, &mut rng)).collect();
+        let mut input: Vec<UserBeat> = Vec::new();
+        for packet in packets {
+            for beat in beats(packet, &mut rng) {
+                input.push((beat, rng.gen_range(0..8)));
+            }
+        }
         SkidBench {
             reset_cycles: 2,
             expected: input.iter().copied().collect(),
@@ -58,11 +67,12 @@ impl Bench<Inputs, Outputs> for SkidBench {
         }
         let out_ready = u64::from(self.sink.ready());
         Some(match self.source.offer() {
-            Some(beat) => Inputs {
+            Some((beat, user)) => Inputs {
                 reset: 0,
                 in_data: beat.data,
                 in_keep: beat.keep.into(),
                 in_last: beat.last.into(),
+                in_user: *user,
                 in_valid: 1,
                 out_ready,
             },
@@ -91,7 +101,7 @@ impl Bench<Inputs, Outputs> for SkidBench {
                 keep: outputs.out_keep as u8,
                 last: outputs.out_last == 1,
             };
-            assert_eq!(beat, expected);
+            assert_eq!((beat, outputs.out_user), expected);
         }
     }
 }
@@ -114,8 +124,8 @@ fn run(
 ) -> (Timing, SkidBench) {
     let mut bench = SkidBench::new(packets, idle_probability, stall_probability, seed);
     let timing = lockstep(
-        &mut RustHdl::new(SkidBuffer::default()),
-        &mut Verilated::new(SkidBuffer::default()),
+        &mut RustHdl::new(SkidBuffer::<Bits<3>>::default()),
+        &mut Verilated::new(SkidBuffer::<Bits<3>>::default()),
         &mut bench,
     );
     assert!(bench.source.is_empty() && bench.expected.is_empty());
@@ -162,6 +172,7 @@ fn skid_buffer_outputs_depend_on_registers_only() {
                 in_data: rng.gen(),
                 in_keep: rng.gen::<u8>().into(),
                 in_last: rng.gen_range(0..2),
+                in_user: rng.gen_range(0..8),
                 in_valid: rng.gen_range(0..2),
                 out_ready: rng.gen_range(0..2),
             };
@@ -169,6 +180,7 @@ fn skid_buffer_outputs_depend_on_registers_only() {
                 in_data: rng.gen(),
                 in_keep: rng.gen::<u8>().into(),
                 in_last: 1 - inputs.in_last,
+                in_user: 7 - inputs.in_user,
                 in_valid: 1 - inputs.in_valid,
                 out_ready: 1 - inputs.out_ready,
                 ..inputs
@@ -178,6 +190,6 @@ fn skid_buffer_outputs_depend_on_registers_only() {
             engine.tick();
         }
     }
-    check(&mut RustHdl::new(SkidBuffer::default()));
-    check(&mut Verilated::new(SkidBuffer::default()));
+    check(&mut RustHdl::new(SkidBuffer::<Bits<3>>::default()));
+    check(&mut Verilated::new(SkidBuffer::<Bits<3>>::default()));
 }
