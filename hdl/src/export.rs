@@ -87,7 +87,7 @@ pub fn blocks() -> [ExportedBlock; 10] {
         ExportedBlock {
             name: "skid_buffer",
             about: "stream register slice with registered ready: cuts a path between blocks",
-            verilog: verilog_of::<SkidBuffer<Bit>>,
+            verilog: verilog_of::<SkidBuffer>,
         },
     ]
 }

@@ -366,19 +366,16 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// Between the frame buffers and their sinks: block RAM's clock-to-out leaves no
     /// room for the sinks' logic in the same cycle, and the replay pointer's advance no
     /// longer waits on the sinks' ready.
-    mpa_slice: SkidBuffer<Bit>,
-    firmware_slice: SkidBuffer<Bit>,
+    mpa_slice: SkidBuffer,
+    firmware_slice: SkidBuffer,
     mpa_rx: MpaRxDelineator,
-    /// Between `mpa_rx` and the host queue, with each beat's good bit: the queue's
-    /// ready would otherwise run into `mpa_rx`'s stage enables.
-    host_slice: SkidBuffer<Bit>,
     host_queue: PacketFifo<QUEUE_BITS>,
     firmware_queue: PacketFifo<QUEUE_BITS>,
     framer: MpaTxFramer,
     builder: SegmentBuilder,
     /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
     /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
-    tx_slice: SkidBuffer<Bit>,
+    tx_slice: SkidBuffer,
     checksums: TxChecksum,
     cmd_range: IndexRange<INDEX_BITS>,
     tx_range: IndexRange<INDEX_BITS>,
@@ -615,8 +612,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.tx_slice.reset.next = self.reset.val();
         self.mpa_slice.clock.next = self.clock.val();
         self.mpa_slice.reset.next = self.reset.val();
-        self.host_slice.clock.next = self.clock.val();
-        self.host_slice.reset.next = self.reset.val();
         self.firmware_slice.clock.next = self.clock.val();
         self.firmware_slice.reset.next = self.reset.val();
         self.checksums.clock.next = self.clock.val();
@@ -800,29 +795,21 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.mpa_slice.in_keep.next = self.w_payload_last_keep.q.val();
         }
         self.mpa_slice.in_last.next = self.replay_is_last.val();
-        self.mpa_slice.in_user.next = false;
         self.mpa_slice.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
         self.mpa_rx.in_data.next = self.mpa_slice.out_data.val();
         self.mpa_rx.in_keep.next = self.mpa_slice.out_keep.val();
         self.mpa_rx.in_last.next = self.mpa_slice.out_last.val();
         self.mpa_rx.in_valid.next = self.mpa_slice.out_valid.val();
         self.mpa_slice.out_ready.next = self.mpa_rx.in_ready.val();
-        self.host_slice.in_data.next = self.mpa_rx.ulpdu_data.val();
-        self.host_slice.in_keep.next = self.mpa_rx.ulpdu_keep.val();
-        self.host_slice.in_last.next = self.mpa_rx.ulpdu_last.val();
-        self.host_slice.in_user.next = self.mpa_rx.ulpdu_good.val();
-        self.host_slice.in_valid.next = self.mpa_rx.ulpdu_valid.val();
-        self.mpa_rx.ulpdu_ready.next = self.host_slice.in_ready.val();
-        self.host_queue.in_data.next = self.host_slice.out_data.val();
-        self.host_queue.in_keep.next = self.host_slice.out_keep.val();
-        self.host_queue.in_last.next = self.host_slice.out_last.val();
-        self.host_queue.in_good.next = self.host_slice.out_user.val();
-        // (The drain waits for the slice to empty, so the index still is the segment's.)
+        self.host_queue.in_data.next = self.mpa_rx.ulpdu_data.val();
+        self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
+        self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
+        self.host_queue.in_good.next = self.mpa_rx.ulpdu_good.val();
         self.host_queue.in_tag.next = self.ctx_addr.q.val();
-        self.host_queue.in_valid.next = self.host_slice.out_valid.val();
-        self.host_slice.out_ready.next = self.host_queue.in_ready.val();
+        self.host_queue.in_valid.next = self.mpa_rx.ulpdu_valid.val();
+        self.mpa_rx.ulpdu_ready.next = self.host_queue.in_ready.val();
         if self.mpa_rx.ulpdu_valid.val()
-            & self.host_slice.in_ready.val()
+            & self.host_queue.in_ready.val()
             & self.mpa_rx.ulpdu_last.val()
             & self.mpa_rx.ulpdu_good.val()
         {
@@ -844,7 +831,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.firmware_slice.in_keep.next = self.w_raw_last_keep.q.val();
         }
         self.firmware_slice.in_last.next = self.replay_is_last.val();
-        self.firmware_slice.in_user.next = false;
         self.firmware_slice.in_valid.next = self.control.q.val() == Control::RxFirmwareCopy;
         self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
         self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
@@ -899,7 +885,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.tx_slice.in_data.next = self.builder.frame_data.val();
         self.tx_slice.in_keep.next = self.builder.frame_keep.val();
         self.tx_slice.in_last.next = self.builder.frame_last.val();
-        self.tx_slice.in_user.next = false;
         self.tx_slice.in_valid.next =
             self.builder.frame_valid.val() & (self.tx_grant.val() == TxSource::Builder);
         if self.tx_grant.val() == TxSource::Firmware {
@@ -1148,11 +1133,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Control::RxMpaDrain => {
                 // The segment's last beat is replayed; wait until it has left the slice,
-                // its ULPDUs are all out (through their slice too) and its errors latched.
-                if !self.mpa_slice.out_valid.val()
-                    & !self.mpa_rx.busy.val()
-                    & !self.host_slice.out_valid.val()
-                {
+                // its ULPDUs are all out and its errors latched.
+                if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
                     self.control.d.next = Control::RxAck;
                     if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
                         self.w_misc.d.next =

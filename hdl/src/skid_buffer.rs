@@ -15,9 +15,7 @@
 //! earlier) and goes into the skid register; `in_ready` falls while the skid register
 //! is full, and the skid beat moves to the output when the output next moves.
 //!
-//! **Interface**: 64-bit `data`, 8-bit `keep`, `last`, a per-beat sideband `user` of
-//! type `S` (such as a packet's good bit; `Bit` tied low where a stream has none: an
-//! unused output's flip-flop is removed by synthesis), `valid`/`ready`, passed through
+//! **Interface**: 64-bit `data`, 8-bit `keep`, `last`, `valid`/`ready`, passed through
 //! unchanged and in order. `in_ready` is `!skid_full & !reset`, registers only;
 //! `out_valid` and `out_*` are registers. Throughput: one beat per cycle with the output
 //! ready; latency one cycle. Synchronous active-high `reset` empties both registers.
@@ -25,19 +23,17 @@
 use rust_hdl::prelude::*;
 
 #[derive(Default, LogicBlock)]
-pub struct SkidBuffer<S: Synth> {
+pub struct SkidBuffer {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
     pub in_data: Signal<In, Bits<64>>,
     pub in_keep: Signal<In, Bits<8>>,
     pub in_last: Signal<In, Bit>,
-    pub in_user: Signal<In, S>,
     pub in_valid: Signal<In, Bit>,
     pub in_ready: Signal<Out, Bit>,
     pub out_data: Signal<Out, Bits<64>>,
     pub out_keep: Signal<Out, Bits<8>>,
     pub out_last: Signal<Out, Bit>,
-    pub out_user: Signal<Out, S>,
     pub out_valid: Signal<Out, Bit>,
     pub out_ready: Signal<In, Bit>,
     /// The output register moves: it is empty or its beat is taken.
@@ -45,16 +41,14 @@ pub struct SkidBuffer<S: Synth> {
     out_data_q: DFF<Bits<64>>,
     out_keep_q: DFF<Bits<8>>,
     out_last_q: DFF<Bit>,
-    out_user_q: DFF<S>,
     out_valid_q: DFF<Bit>,
     skid_data: DFF<Bits<64>>,
     skid_keep: DFF<Bits<8>>,
     skid_last: DFF<Bit>,
-    skid_user: DFF<S>,
     skid_full: DFF<Bit>,
 }
 
-impl<S: Synth> Logic for SkidBuffer<S> {
+impl Logic for SkidBuffer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
@@ -63,12 +57,10 @@ impl<S: Synth> Logic for SkidBuffer<S> {
             out_data_q,
             out_keep_q,
             out_last_q,
-            out_user_q,
             out_valid_q,
             skid_data,
             skid_keep,
             skid_last,
-            skid_user,
             skid_full
         );
         self.in_ready.next = !self.skid_full.q.val() & !self.reset.val();
@@ -79,21 +71,18 @@ impl<S: Synth> Logic for SkidBuffer<S> {
                 self.out_data_q.d.next = self.skid_data.q.val();
                 self.out_keep_q.d.next = self.skid_keep.q.val();
                 self.out_last_q.d.next = self.skid_last.q.val();
-                self.out_user_q.d.next = self.skid_user.q.val();
                 self.out_valid_q.d.next = true;
                 self.skid_full.d.next = false;
             } else {
                 self.out_data_q.d.next = self.in_data.val();
                 self.out_keep_q.d.next = self.in_keep.val();
                 self.out_last_q.d.next = self.in_last.val();
-                self.out_user_q.d.next = self.in_user.val();
                 self.out_valid_q.d.next = self.in_valid.val() & self.in_ready.val();
             }
         } else if self.in_valid.val() & self.in_ready.val() {
             self.skid_data.d.next = self.in_data.val();
             self.skid_keep.d.next = self.in_keep.val();
             self.skid_last.d.next = self.in_last.val();
-            self.skid_user.d.next = self.in_user.val();
             self.skid_full.d.next = true;
         }
         if self.reset.val() {
@@ -103,7 +92,6 @@ impl<S: Synth> Logic for SkidBuffer<S> {
         self.out_data.next = self.out_data_q.q.val();
         self.out_keep.next = self.out_keep_q.q.val();
         self.out_last.next = self.out_last_q.q.val();
-        self.out_user.next = self.out_user_q.q.val();
         self.out_valid.next = self.out_valid_q.q.val();
     }
 }

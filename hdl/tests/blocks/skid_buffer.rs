@@ -6,25 +6,21 @@ use std::collections::VecDeque;
 use iwnic_hdl::skid_buffer::SkidBuffer;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rust_hdl::prelude::Bits;
 
 use crate::dut::{dut, lockstep, Bench, Engine, Timing};
 use crate::stream::{beats, Beat, Sink, Source};
 
 dut! {
-    SkidBuffer<Bits<3>>, verilated as "skid_buffer",
-    inputs { reset, in_data, in_keep, in_last, in_user, in_valid, out_ready }
-    outputs { in_ready, out_data, out_keep, out_last, out_user, out_valid }
+    SkidBuffer, verilated as "skid_buffer",
+    inputs { reset, in_data, in_keep, in_last, in_valid, out_ready }
+    outputs { in_ready, out_data, out_keep, out_last, out_valid }
 }
-
-/// A beat and the sideband that travels with it.
-type UserBeat = (Beat, u64);
 
 struct SkidBench {
     reset_cycles: u32,
-    source: Source<UserBeat>,
+    source: Source<Beat>,
     sink: Sink,
-    expected: VecDeque<UserBeat>,
+    expected: VecDeque<Beat>,
     /// Cycles with `out_valid` low between the first and the last output beat.
     output_bubbles: u64,
     output_started: bool,
@@ -33,12 +29,7 @@ struct SkidBench {
 impl SkidBench {
     fn new(packets: &[Vec<u8>], idle_probability: f64, stall_probability: f64, seed: u64) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut input: Vec<UserBeat> = Vec::new();
-        for packet in packets {
-            for beat in beats(packet, &mut rng) {
-                input.push((beat, rng.gen_range(0..8)));
-            }
-        }
+        let input: Vec<Beat> = packets.iter().flat_map(|p| beats(p, &mut rng)).collect();
         SkidBench {
             reset_cycles: 2,
             expected: input.iter().copied().collect(),
@@ -67,12 +58,11 @@ impl Bench<Inputs, Outputs> for SkidBench {
         }
         let out_ready = u64::from(self.sink.ready());
         Some(match self.source.offer() {
-            Some((beat, user)) => Inputs {
+            Some(beat) => Inputs {
                 reset: 0,
                 in_data: beat.data,
                 in_keep: beat.keep.into(),
                 in_last: beat.last.into(),
-                in_user: *user,
                 in_valid: 1,
                 out_ready,
             },
@@ -101,7 +91,7 @@ impl Bench<Inputs, Outputs> for SkidBench {
                 keep: outputs.out_keep as u8,
                 last: outputs.out_last == 1,
             };
-            assert_eq!((beat, outputs.out_user), expected);
+            assert_eq!(beat, expected);
         }
     }
 }
@@ -124,8 +114,8 @@ fn run(
 ) -> (Timing, SkidBench) {
     let mut bench = SkidBench::new(packets, idle_probability, stall_probability, seed);
     let timing = lockstep(
-        &mut RustHdl::new(SkidBuffer::<Bits<3>>::default()),
-        &mut Verilated::new(SkidBuffer::<Bits<3>>::default()),
+        &mut RustHdl::new(SkidBuffer::default()),
+        &mut Verilated::new(SkidBuffer::default()),
         &mut bench,
     );
     assert!(bench.source.is_empty() && bench.expected.is_empty());
@@ -172,7 +162,6 @@ fn skid_buffer_outputs_depend_on_registers_only() {
                 in_data: rng.gen(),
                 in_keep: rng.gen::<u8>().into(),
                 in_last: rng.gen_range(0..2),
-                in_user: rng.gen_range(0..8),
                 in_valid: rng.gen_range(0..2),
                 out_ready: rng.gen_range(0..2),
             };
@@ -180,7 +169,6 @@ fn skid_buffer_outputs_depend_on_registers_only() {
                 in_data: rng.gen(),
                 in_keep: rng.gen::<u8>().into(),
                 in_last: 1 - inputs.in_last,
-                in_user: 7 - inputs.in_user,
                 in_valid: 1 - inputs.in_valid,
                 out_ready: 1 - inputs.out_ready,
                 ..inputs
@@ -190,6 +178,6 @@ fn skid_buffer_outputs_depend_on_registers_only() {
             engine.tick();
         }
     }
-    check(&mut RustHdl::new(SkidBuffer::<Bits<3>>::default()));
-    check(&mut Verilated::new(SkidBuffer::<Bits<3>>::default()));
+    check(&mut RustHdl::new(SkidBuffer::default()));
+    check(&mut Verilated::new(SkidBuffer::default()));
 }
