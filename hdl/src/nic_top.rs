@@ -122,8 +122,11 @@
 //!   ±5 %), and the ACK and in-order selections registered (102.9 MHz).
 //!
 //! The critical path is now `mpa_rx`'s output back-pressure: the host queue's
-//! `in_ready` through `mpa_rx`'s stage enables (11 levels, 9.7 ns); a registered ready
-//! at `mpa_rx`'s output is next. Standing alone, `crc32c` (108.7 MHz), `tx_checksum`
+//! `in_ready` through `mpa_rx`'s stage enables (11 levels, 9.7 ns). A skid buffer there
+//! (with the good bit) was tried and taken out: it cut that path, but the top then
+//! measured 96.4 MHz, its path moving to the controller's state decode into its
+//! counters, and receive lost a cycle a segment. Both need fixing together: fewer
+//! decoded states feeding the counters (one-hot or registered enables), then the slice. Standing alone, `crc32c` (108.7 MHz), `tx_checksum`
 //! (110.0, its ring's clock-to-out), `mpa_tx` (110.4), the flow table (114.8) and the
 //! packet FIFO (118.1) are all below 125 MHz; each needs a register after its block
 //! RAM or its CRC.
