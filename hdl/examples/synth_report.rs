@@ -11,7 +11,7 @@
 //! mpa_rx       2801 LUT4   610 FF   0 DP16KD   125.4 MHz   (31 s)
 //! flow_table    911 LUT4   918 FF  16 DP16KD   114.8 MHz   (30 s)
 //! packet_fifo   463 LUT4   345 FF   3 DP16KD   118.1 MHz    (5 s)
-//! tx_checksum  1490 LUT4  1012 FF   2 DP16KD   110.0 MHz   (11 s)
+//! tx_checksum  1395 LUT4   996 FF   2 DP16KD   108.3 MHz   (11 s)
 //! skid_buffer    82 LUT4   148 FF   0 DP16KD   363.5 MHz    (2 s)
 //! nic_top     11652 LUT4  7282 FF  39 DP16KD   102.9 MHz   (~270 s)
 //! ```

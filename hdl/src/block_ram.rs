@@ -40,17 +40,19 @@ pub struct BlockRam<D: Synth, const N: usize> {
 impl<D: Synth, const N: usize> Logic for BlockRam<D, N> {
     fn update(&mut self) {
         if self.clock.pos_edge() {
-            let write = self
-                .write_enable
-                .val()
-                .then(|| (self.write_address.val(), self.write_data.val()));
-            self.read_data.next = clock_edge(
-                &mut self._words,
-                self.read_enable.val(),
-                self.read_address.val(),
-                write,
-                self.read_data.val(),
+            let (read, write) = (self.read_address.val(), self.write_address.val());
+            let (reading, writing) = (self.read_enable.val(), self.write_enable.val());
+            // A model that returned either word here would hide a board-only bug.
+            assert!(
+                !(reading && writing && read == write),
+                "BlockRam: address {read:?} read while it is written (undefined in hardware)"
             );
+            if reading {
+                self.read_data.next = self._words.get(&read).copied().unwrap_or_default();
+            }
+            if writing {
+                self._words.insert(write, self.write_data.val());
+            }
         }
     }
 
@@ -59,7 +61,22 @@ impl<D: Synth, const N: usize> Logic for BlockRam<D, N> {
     }
 
     fn hdl(&self) -> Verilog {
-        Verilog::Custom(verilog::<D, N>(""))
+        Verilog::Custom(format!(
+            "\
+(* no_rw_check *) reg [{top}:0] mem [0:{last}];
+
+always @(posedge clock) begin
+    if (read_enable) begin
+        read_data <= mem[read_address];
+    end
+    if (write_enable) begin
+        mem[write_address] <= write_data;
+    end
+end
+",
+            top = D::BITS - 1,
+            last = (1_usize << N) - 1,
+        ))
     }
 }
 
@@ -67,7 +84,7 @@ impl<D: Synth, const N: usize> Logic for BlockRam<D, N> {
 /// at the end of the next. The write's address, data and enable then come straight
 /// from flip-flops beside the RAM, so the logic that chooses a write has a whole cycle
 /// and the routing to the block RAM's inputs another. A read of the word being written
-/// (by the registered write) is undefined, as in [`BlockRam`], and panics in the model.
+/// (by the registered write, `writing`) is undefined, as in [`BlockRam`].
 #[derive(LogicBlock, Default)]
 pub struct WriteRegisteredRam<D: Synth, const N: usize> {
     pub clock: Signal<In, Clock>,
@@ -79,96 +96,26 @@ pub struct WriteRegisteredRam<D: Synth, const N: usize> {
     pub write_enable: Signal<In, Bit>,
     /// The write registered at the last edge, landing at the next.
     pub writing: Signal<Out, Bit>,
-    _words: BTreeMap<Bits<N>, D>,
-    _pending: Option<(Bits<N>, D)>,
+    ram: BlockRam<D, N>,
+    write_address_q: DFF<Bits<N>>,
+    write_data_q: DFF<D>,
+    write_enable_q: DFF<Bit>,
 }
 
 impl<D: Synth, const N: usize> Logic for WriteRegisteredRam<D, N> {
+    #[hdl_gen]
     fn update(&mut self) {
-        if self.clock.pos_edge() {
-            let write = self._pending.take();
-            self.read_data.next = clock_edge(
-                &mut self._words,
-                self.read_enable.val(),
-                self.read_address.val(),
-                write,
-                self.read_data.val(),
-            );
-            self._pending = self
-                .write_enable
-                .val()
-                .then(|| (self.write_address.val(), self.write_data.val()));
-        }
-        self.writing.next = self._pending.is_some();
+        dff_setup!(self, clock, write_address_q, write_data_q, write_enable_q);
+        self.ram.clock.next = self.clock.val();
+        self.ram.read_address.next = self.read_address.val();
+        self.ram.read_enable.next = self.read_enable.val();
+        self.read_data.next = self.ram.read_data.val();
+        self.write_address_q.d.next = self.write_address.val();
+        self.write_data_q.d.next = self.write_data.val();
+        self.write_enable_q.d.next = self.write_enable.val();
+        self.ram.write_address.next = self.write_address_q.q.val();
+        self.ram.write_data.next = self.write_data_q.q.val();
+        self.ram.write_enable.next = self.write_enable_q.q.val();
+        self.writing.next = self.write_enable_q.q.val();
     }
-
-    fn connect(&mut self) {
-        self.read_data.connect();
-        self.writing.connect();
-    }
-
-    fn hdl(&self) -> Verilog {
-        Verilog::Custom(verilog::<D, N>(&format!(
-            "\
-reg [{top}:0] write_data_q;
-reg [{addr}:0] write_address_q;
-reg write_enable_q;
-always @(posedge clock) begin
-    write_data_q <= write_data;
-    write_address_q <= write_address;
-    write_enable_q <= write_enable;
-end
-always @(*) writing = write_enable_q;
-",
-            top = D::BITS - 1,
-            addr = N - 1,
-        )))
-    }
-}
-
-/// One rising edge of the model: the registered read (held when not enabled) and the
-/// write, with the check that they do not meet.
-fn clock_edge<D: Synth, const N: usize>(
-    words: &mut BTreeMap<Bits<N>, D>,
-    reading: bool,
-    read: Bits<N>,
-    write: Option<(Bits<N>, D)>,
-    held: D,
-) -> D {
-    // A model that returned either word here would hide a board-only bug.
-    assert!(
-        !(reading && write.is_some_and(|(address, _)| address == read)),
-        "BlockRam: address {read:?} read while it is written (undefined in hardware)"
-    );
-    let data = if reading {
-        words.get(&read).copied().unwrap_or_default()
-    } else {
-        held
-    };
-    if let Some((address, value)) = write {
-        words.insert(address, value);
-    }
-    data
-}
-
-/// The memory's Verilog; with `write_register` (Verilog declaring `write_*_q`) the write
-/// port takes the registered signals.
-fn verilog<D: Synth, const N: usize>(write_register: &str) -> String {
-    let suffix = if write_register.is_empty() { "" } else { "_q" };
-    format!(
-        "\
-{write_register}(* no_rw_check *) reg [{top}:0] mem [0:{last}];
-
-always @(posedge clock) begin
-    if (read_enable) begin
-        read_data <= mem[read_address];
-    end
-    if (write_enable{suffix}) begin
-        mem[write_address{suffix}] <= write_data{suffix};
-    end
-end
-",
-        top = D::BITS - 1,
-        last = (1_usize << N) - 1,
-    )
 }

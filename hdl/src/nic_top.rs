@@ -117,7 +117,7 @@
 //!   registers, and skid buffers between the frame buffers and `mpa_rx` / the
 //!   firmware queue (89.4 MHz; two controller states more per frame and per ULPDU,
 //!   one more per command);
-//! - `tx_checksum` (110.0 MHz standing alone) and `PacketFifo`'s registered full flags
+//! - `tx_checksum` (108–110 MHz standing alone) and `PacketFifo`'s registered full flags
 //!   (99.0 MHz), the context RAMs' write ports registered (94.3, placement varies by
 //!   ±5 %), and the ACK and in-order selections registered (102.9 MHz).
 //!
@@ -126,10 +126,10 @@
 //! (with the good bit) was tried and taken out: it cut that path, but the top then
 //! measured 96.4 MHz, its path moving to the controller's state decode into its
 //! counters, and receive lost a cycle a segment. Both need fixing together: fewer
-//! decoded states feeding the counters (one-hot or registered enables), then the slice. Standing alone, `crc32c` (108.7 MHz), `tx_checksum`
-//! (110.0, its ring's clock-to-out), `mpa_tx` (110.4), the flow table (114.8) and the
-//! packet FIFO (118.1) are all below 125 MHz; each needs a register after its block
-//! RAM or its CRC.
+//! decoded states feeding the counters (one-hot or registered enables), then the slice.
+//! Standing alone, `crc32c` (108.7 MHz), `tx_checksum` (108.3, its ring's clock-to-out),
+//! `mpa_tx` (110.4), the flow table (114.8) and the packet FIFO (118.1) are all below
+//! 125 MHz; each needs a register after its block RAM or its CRC.
 
 use rust_hdl::prelude::*;
 
@@ -474,7 +474,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     seq_offset: Signal<Local, Bits<32>>,
     end_offset: Signal<Local, Bits<32>>,
     has_payload: DFF<Bit>,
-    in_order_q: DFF<Bit>,
+    in_order: DFF<Bit>,
     duplicate: DFF<Bit>,
     new_rcv_nxt: Signal<Local, Bits<32>>,
     rcv_after_payload: DFF<Bits<32>>,
@@ -577,7 +577,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             ack_moves,
             w_seq_end,
             has_payload,
-            in_order_q,
+            in_order,
             duplicate,
             rcv_after_payload,
             new_misc,
@@ -746,14 +746,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.seq_offset.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
         self.end_offset.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
         self.has_payload.d.next = self.w_payload_len.q.val() != 0;
-        self.in_order_q.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
+        self.in_order.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
         self.duplicate.d.next = (self.w_payload_len.q.val() != 0)
             & self.seq_offset.val().get_bit(31)
             & ((self.end_offset.val() == 0) | self.end_offset.val().get_bit(31));
         self.rcv_after_payload.d.next =
             self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
         self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
-        if self.in_order_q.q.val() {
+        if self.in_order.q.val() {
             self.new_rcv_nxt.next = self.rcv_after_payload.q.val();
         }
         self.new_misc.d.next = self.ctx_misc_q.q.val();
@@ -1108,12 +1108,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.duplicates.d.next = self.duplicates.q.val() + 1;
                     }
                     self.rx_firmware_after.d.next = self.w_seg_flags.q.val().get_bit(0);
-                    if self.has_payload.q.val() & !self.in_order_q.q.val() & !self.duplicate.q.val()
-                    {
+                    if self.has_payload.q.val() & !self.in_order.q.val() & !self.duplicate.q.val() {
                         self.out_of_order.d.next = self.out_of_order.q.val() + 1;
                         self.rx_firmware_after.d.next = false;
                     }
-                    if self.in_order_q.q.val() & !self.ctx_misc_q.q.val().get_bit(50) {
+                    if self.in_order.q.val() & !self.ctx_misc_q.q.val().get_bit(50) {
                         self.control.d.next = Control::RxMpaStart;
                     } else if self.has_payload.q.val() {
                         self.control.d.next = Control::RxAck;

@@ -35,7 +35,8 @@
 //! - the packet was too long (below): `packets_dropped_full`, whatever `in_good` says.
 //!
 //! **`in_ready`** is a function of registers and `reset` only (not of `in_valid` nor of
-//! `out_ready`; its full and too-long flags are registers, set from the cycle before). It is low during `reset`, and low when the RAM is full
+//! `out_ready`; its full and too-long flags are registers, set from the cycle before).
+//! It is low during `reset`, and low when the RAM is full
 //! (`wr - rd = 2^ADDR_BITS`) and the beats in it are not all the current packet's (some
 //! committed beats are still waiting for the reader, so the input waits for it). It is
 //! high otherwise. A packet of up to 2^ADDR_BITS beats is therefore always stored, once

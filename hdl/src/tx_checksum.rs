@@ -41,11 +41,12 @@
 //! pseudo-header's protocol and length are a register set from the total length.
 //!
 //! **Timing** (`cargo run -p iwnic-hdl --release --example synth_report -- tx_checksum`,
-//! LFE5U-25F-6, out of context): 1,490 LUT4, 1,012 FF, 2 DP16KD, 110.0 MHz post-route
-//! (was 55.6 MHz with the lane compares and the pseudo-header in the sums' path, and
-//! 90.2 MHz with a combinational `in_ready`, byte-count compares and six-term sums);
-//! critical path: the ring's block RAM clock-to-out into the output register, the next
-//! thing to pipeline.
+//! LFE5U-25F-6, out of context): 1,395 LUT4, 996 FF, 2 DP16KD, 108.3 MHz post-route
+//! (110.0 MHz in a run of nearly the same logic: placement varies by a few per cent;
+//! 55.6 MHz with the lane compares and the pseudo-header in the sums' path, and 90.2 MHz
+//! with a combinational `in_ready`, byte-count compares and six-term sums); critical
+//! path: the ring's block RAM clock-to-out into the output register, the next thing to
+//! pipeline.
 //!
 //! **Buffer**: one RAM of 512 × 72 bits (data and keep of a beat; two DP16KD at
 //! 512 × 36 on an ECP5) used as a ring. A frame is written from the ring's write pointer; on its last
@@ -85,8 +86,8 @@
 use rust_hdl::prelude::*;
 
 /// Longest frame passed on, without FCS (a 1500-byte IPv4 packet and the Ethernet
-/// header). (`#[hdl_gen]` cannot read Rust constants: `update` writes 1518 and 190, the
-/// beats of such a frame.)
+/// header). (`#[hdl_gen]` cannot read Rust constants: `update` writes 190, the beats of
+/// such a frame, and 189, the full beats that fit it.)
 pub const MAX_FRAME_LEN: u64 = 1518;
 
 /// Beats of the ring buffer.
@@ -132,9 +133,6 @@ pub struct TxChecksum {
     /// Beats written but not yet sent (0..=512).
     used: Signal<Local, Bits<10>>,
     wr_next: Signal<Local, Bits<10>>,
-    beat_bytes: Signal<Local, Bits<16>>,
-    /// The frame's length including this beat.
-    end_len: Signal<Local, Bits<16>>,
     /// Where the segment's last byte lies, from `seg_end` a cycle after it is set: the
     /// index of the beat before its beat, and its position within its beat.
     seg_pre_beat: DFF<Bits<16>>,
@@ -144,8 +142,8 @@ pub struct TxChecksum {
     /// earlier beat, or in this one.
     seg_before: DFF<Bit>,
     seg_here: DFF<Bit>,
-    /// The segment ends within the frame if this beat is its last (`seg_end <=
-    /// end_len`).
+    /// The segment ends within the frame if this beat is its last (`seg_end` is at most
+    /// the frame's length).
     seg_fits: Signal<Local, Bit>,
     /// The next beat lies before the beat holding the segment's last byte, or is it.
     next_before_seg_last: Signal<Local, Bit>,
@@ -195,8 +193,6 @@ pub struct TxChecksum {
     frame_start: DFF<Bits<10>>,
     /// Beats of this frame written so far; stops at 190.
     wr_beat: DFF<Bits<8>>,
-    /// Bytes of this frame before this beat; stops counting past 1518.
-    frame_len: DFF<Bits<16>>,
     /// Bytes 12-13 as a little-endian lane (IPv4 is 0x0008).
     ethertype: DFF<Bits<16>>,
     version_ihl: DFF<Bits<8>>,
@@ -280,7 +276,6 @@ impl Logic for TxChecksum {
             wr_ptr,
             frame_start,
             wr_beat,
-            frame_len,
             ethertype,
             version_ihl,
             protocol,
@@ -348,19 +343,6 @@ impl Logic for TxChecksum {
         self.wr_next.next = self.wr_ptr.q.val() + 1;
         self.in_ready.next = self.ready_q.q.val() & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val();
-
-        match self.in_keep.val().index() {
-            1 => self.beat_bytes.next = 1.into(),
-            3 => self.beat_bytes.next = 2.into(),
-            7 => self.beat_bytes.next = 3.into(),
-            15 => self.beat_bytes.next = 4.into(),
-            31 => self.beat_bytes.next = 5.into(),
-            63 => self.beat_bytes.next = 6.into(),
-            127 => self.beat_bytes.next = 7.into(),
-            255 => self.beat_bytes.next = 8.into(),
-            _ => self.beat_bytes.next = 0.into(),
-        }
-        self.end_len.next = self.frame_len.q.val() + self.beat_bytes.val();
 
         // Lanes. IPv4 header: [14, 34) but the checksum field at 24. TCP: the
         // pseudo-header addresses [26, 34) and the segment [34, seg_end) but the checksum
@@ -492,40 +474,11 @@ impl Logic for TxChecksum {
         // 1518 bytes (189 full beats are 1512).
         self.commit.next = (self.wr_beat.q.val() < 189)
             | ((self.wr_beat.q.val() == 189) & !self.in_keep.val().get_bit(6));
-        // Every beat but the last is full: a last beat of k bytes holds the segment's end
-        // when the segment's last byte lies before it or at a position below k.
-        match self.in_keep.val().index() {
-            1 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 1))
-            }
-            3 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 2))
-            }
-            7 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 3))
-            }
-            15 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 4))
-            }
-            31 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 5))
-            }
-            63 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 6))
-            }
-            127 => {
-                self.seg_fits.next = self.seg_before.q.val()
-                    | (self.seg_here.q.val() & (self.seg_last_pos.q.val() < 7))
-            }
-            255 => self.seg_fits.next = self.seg_before.q.val() | self.seg_here.q.val(),
-            _ => self.seg_fits.next = self.seg_before.q.val(),
-        }
+        // Every beat but the last is full: a last beat holds the segment's end when the
+        // segment's last byte lies before it, or in it at a position `keep` covers.
+        self.seg_fits.next = self.seg_before.q.val()
+            | (self.seg_here.q.val()
+                & ((self.in_keep.val() >> self.seg_last_pos.q.val()) & 1).any());
         self.fill.next = (self.ethertype.q.val() == 0x0008)
             & (self.version_ihl.q.val() == 0x45)
             & (self.protocol.q.val() == 6)
@@ -577,14 +530,12 @@ impl Logic for TxChecksum {
                 self.wr_ptr.d.next = self.wr_next.val();
                 self.wr_beat.d.next = self.wr_beat.q.val() + 1;
             }
-            if self.frame_len.q.val() <= 1518 {
-                self.frame_len.d.next = self.end_len.val();
-            }
-            if self.frame_len.q.val() == 8 {
+            // Beat 1 holds bytes 8..16, beat 2 bytes 16..24.
+            if self.wr_beat.q.val() == 1 {
                 self.ethertype.d.next = self.in_data.val().get_bits::<16>(32);
                 self.version_ihl.d.next = self.in_data.val().get_bits::<8>(48);
             }
-            if self.frame_len.q.val() == 16 {
+            if self.wr_beat.q.val() == 2 {
                 self.total_len.d.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0))
                     << 8)
                     | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8));
@@ -701,7 +652,6 @@ impl Logic for TxChecksum {
         // Per-frame state starts over after each frame and on reset.
         if (self.take.val() & self.in_last.val()) | self.reset.val() {
             self.wr_beat.d.next = 0.into();
-            self.frame_len.d.next = 0.into();
             self.ethertype.d.next = 0.into();
             self.version_ihl.d.next = 0.into();
             self.protocol.d.next = 0.into();
@@ -709,8 +659,6 @@ impl Logic for TxChecksum {
             self.seg_end.d.next = 0.into();
             self.ip_in_0.d.next = false;
             self.ip_in_1.d.next = false;
-            self.seg_before.d.next = false;
-            self.seg_here.d.next = false;
             self.ip_in_2.d.next = false;
             self.ip_in_3.d.next = false;
             self.tcp_low_in_0.d.next = false;
@@ -721,16 +669,14 @@ impl Logic for TxChecksum {
             self.tcp_high_in_1.d.next = false;
             self.tcp_high_in_2.d.next = false;
             self.tcp_high_in_3.d.next = false;
+            self.seg_before.d.next = false;
+            self.seg_here.d.next = false;
             self.ip_sum.d.next = 0.into();
             self.tcp_sum.d.next = 0.into();
             self.ip_beat_q.d.next = 0.into();
             self.tcp_beat_q.d.next = 0.into();
         }
         if self.reset.val() {
-            self.ip_sum.d.next = 0.into();
-            self.tcp_sum.d.next = 0.into();
-            self.ip_beat_q.d.next = 0.into();
-            self.tcp_beat_q.d.next = 0.into();
             // Empty after reset: ready as soon as `reset` falls.
             self.ready_q.d.next = true;
             self.wr_ptr.d.next = 0.into();
