@@ -13,7 +13,7 @@
 //! packet_fifo   463 LUT4   345 FF   3 DP16KD   118.1 MHz    (5 s)
 //! tx_checksum  1395 LUT4   996 FF   2 DP16KD   108.3 MHz   (11 s)
 //! skid_buffer    82 LUT4   148 FF   0 DP16KD   363.5 MHz    (2 s)
-//! nic_top     11652 LUT4  7282 FF  39 DP16KD   102.9 MHz   (~270 s)
+//! nic_top     11785 LUT4  7266 FF  39 DP16KD   100.3 MHz   (~270 s)
 //! ```
 
 use iwnic_hdl::export::blocks;

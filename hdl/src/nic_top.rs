@@ -105,8 +105,10 @@
 //! current frame's MPA feed.
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context):
-//! 11,652 LUT4, 7,282 FF, 39 of 56 DP16KD, **102.9 MHz** — still below the 125 MHz
-//! target. It was 59.4 MHz; what took it there, each step measured on the whole top:
+//! 11,785 LUT4, 7,266 FF, 39 of 56 DP16KD, **100.3 MHz** — still below the 125 MHz
+//! target. Runs of nearly the same logic gave 92.0 to 102.9 MHz: placement moves the
+//! figure by up to 10 %, so single steps of a few per cent are within the noise. It was
+//! 59.4 MHz; what took it there, each step measured on the whole top:
 //! - a skid buffer between the transmit arbiter and `tx_checksum`, cutting the ready
 //!   chain from its ring fill level through the builder into `mpa_tx` (56.3 MHz
 //!   measured with the next step's RAMs still `rust_hdl`'s; the read-during-write
@@ -118,15 +120,16 @@
 //!   firmware queue (89.4 MHz; two controller states more per frame and per ULPDU,
 //!   one more per command);
 //! - `tx_checksum` (108–110 MHz standing alone) and `PacketFifo`'s registered full flags
-//!   (99.0 MHz), the context RAMs' write ports registered (94.3, placement varies by
-//!   ±5 %), and the ACK and in-order selections registered (102.9 MHz).
+//!   (99.0 MHz), the context RAMs' write ports registered (94.3), and the ACK and
+//!   in-order selections registered (102.9 MHz).
 //!
-//! The critical path is now `mpa_rx`'s output back-pressure: the host queue's
-//! `in_ready` through `mpa_rx`'s stage enables (11 levels, 9.7 ns). A skid buffer there
-//! (with the good bit) was tried and taken out: it cut that path, but the top then
-//! measured 96.4 MHz, its path moving to the controller's state decode into its
-//! counters, and receive lost a cycle a segment. Both need fixing together: fewer
-//! decoded states feeding the counters (one-hot or registered enables), then the slice.
+//! The critical paths of the last runs: `mpa_rx`'s CRC into its second stage (100.3
+//! MHz), the controller's state decode into its counters (92.0), and `mpa_rx`'s output
+//! back-pressure, the host queue's `in_ready` through its stage enables (102.9, 11
+//! levels, 9.7 ns). A skid buffer there (with the good bit) was tried and taken out: it
+//! cut that path, but that run measured 96.4 MHz with the controller's path in front,
+//! and receive lost a cycle a segment. Both need fixing together: fewer decoded states
+//! feeding the counters (one-hot or registered enables), then the slice.
 //! Standing alone, `crc32c` (108.7 MHz), `tx_checksum` (108.3, its ring's clock-to-out),
 //! `mpa_tx` (110.4), the flow table (114.8) and the packet FIFO (118.1) are all below
 //! 125 MHz; each needs a register after its block RAM or its CRC.
