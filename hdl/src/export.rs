@@ -4,6 +4,7 @@
 use rust_hdl::prelude::*;
 
 use crate::crc32c::Crc32c;
+use crate::event_counter::EventCounter;
 use crate::flow_table::EcpFlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
@@ -37,7 +38,7 @@ fn verilog_of<B: Block + Default>() -> String {
 }
 
 /// The NIC top first, then its blocks in datapath order (receive, then transmit).
-pub fn blocks() -> [ExportedBlock; 10] {
+pub fn blocks() -> [ExportedBlock; 11] {
     [
         ExportedBlock {
             name: "nic_top",
@@ -88,6 +89,11 @@ pub fn blocks() -> [ExportedBlock; 10] {
             name: "skid_buffer",
             about: "stream register slice with registered ready: cuts a path between blocks",
             verilog: verilog_of::<SkidBuffer>,
+        },
+        ExportedBlock {
+            name: "event_counter",
+            about: "32-bit event counter behind a registered pulse: keeps decisions off adders",
+            verilog: verilog_of::<EventCounter>,
         },
     ]
 }

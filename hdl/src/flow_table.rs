@@ -3,8 +3,8 @@
 //!
 //! **Organisation**: 2^`SET_BITS` buckets (the block's parameter) of [`WAYS`] ways;
 //! the ECP5 build, [`EcpFlowTable`], has 64 × 4 = 256 entries. Each way is its own
-//! [`BlockRam`] (a registered read and a write port, which yosys maps to block RAM with
-//! no collision logic) holding, per bucket,
+//! [`OutputRegisteredRam`] (a two-stage read and a write port: block RAM with its own
+//! output register, no collision logic) holding, per bucket,
 //! `{valid, index[15:0], tuple[95:0]}` (113 bits). A lookup reads all ways of its bucket
 //! at once and compares them in parallel, so the logic is W comparators whatever the
 //! depth: capacity grows only the memories.
@@ -25,8 +25,7 @@
 //!
 //! **Lookup port** (`lookup_*`): a tuple with valid/ready; `lookup_ready` is low during
 //! reset, the reset clear and the two cycles in which a firmware command reads its bucket
-//! and writes it (the ways are [`BlockRam`]s, which leave a read of a word being written
-//! undefined).
+//! and writes it (block RAM leaves a read of a word being written undefined).
 //! **Fixed latency [`LOOKUP_LATENCY`] (4)**: a tuple taken in cycle t gives
 //! `result_valid` (with `result_hit` and `result_index`) for exactly cycle t + 4; there
 //! is no backpressure on the result. One lookup per cycle otherwise.
@@ -34,7 +33,7 @@
 //! **Pipeline**, one register stage per step so no path holds more than one of them
 //! (block RAM's clock-to-out, a 96-bit compare, a 4-way priority select):
 //! 1. hash the tuple, address the four ways;
-//! 2. register the ways' entries as the RAMs put them out;
+//! 2. the ways' entries into the RAMs' output registers;
 //! 3. compare each way with the tuple; register the four match bits, the ways' indices
 //!    and their valid bits;
 //! 4. select the matching way's index into the result registers.
@@ -65,7 +64,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::block_ram::BlockRam;
+use crate::block_ram::OutputRegisteredRam;
 
 /// Bucket index width of the ECP5 build: 64 buckets, 256 entries.
 pub const ECP5_SET_BITS: usize = 6;
@@ -180,10 +179,10 @@ pub struct FlowTable<const SET_BITS: usize> {
     pub done_missing: Signal<Out, Bit>,
     /// Inserts that failed on a full bucket since reset.
     pub insert_full_count: Signal<Out, Bits<32>>,
-    way0: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way1: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way2: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way3: BlockRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way0: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way1: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way2: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way3: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
     empty_entry: Constant<Bits<ENTRY_BITS>>,
     last_set: Constant<Bits<SET_BITS>>,
     /// The lookup's tuple, packed.
@@ -219,17 +218,21 @@ pub struct FlowTable<const SET_BITS: usize> {
     s2_valid: DFF<Bit>,
     s2_tuple: DFF<Bits<96>>,
     s2_set: DFF<Bits<SET_BITS>>,
-    s2_way0: DFF<Bits<ENTRY_BITS>>,
-    s2_way1: DFF<Bits<ENTRY_BITS>>,
-    s2_way2: DFF<Bits<ENTRY_BITS>>,
-    s2_way3: DFF<Bits<ENTRY_BITS>>,
     /// Stage 3: which ways hold the tuple, their indices, and which ways are in use.
     s3_valid: DFF<Bit>,
     s3_set: DFF<Bits<SET_BITS>>,
-    s3_match0: DFF<Bit>,
-    s3_match1: DFF<Bit>,
-    s3_match2: DFF<Bit>,
-    s3_match3: DFF<Bit>,
+    s3_match_low0: DFF<Bit>,
+    s3_match_high0: DFF<Bit>,
+    match0: Signal<Local, Bit>,
+    s3_match_low1: DFF<Bit>,
+    s3_match_high1: DFF<Bit>,
+    match1: Signal<Local, Bit>,
+    s3_match_low2: DFF<Bit>,
+    s3_match_high2: DFF<Bit>,
+    match2: Signal<Local, Bit>,
+    s3_match_low3: DFF<Bit>,
+    s3_match_high3: DFF<Bit>,
+    match3: Signal<Local, Bit>,
     s3_index0: DFF<Bits<16>>,
     s3_index1: DFF<Bits<16>>,
     s3_index2: DFF<Bits<16>>,
@@ -301,16 +304,20 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             s2_valid: Default::default(),
             s2_tuple: Default::default(),
             s2_set: Default::default(),
-            s2_way0: Default::default(),
-            s2_way1: Default::default(),
-            s2_way2: Default::default(),
-            s2_way3: Default::default(),
             s3_valid: Default::default(),
             s3_set: Default::default(),
-            s3_match0: Default::default(),
-            s3_match1: Default::default(),
-            s3_match2: Default::default(),
-            s3_match3: Default::default(),
+            s3_match_low0: Default::default(),
+            s3_match_high0: Default::default(),
+            match0: Default::default(),
+            s3_match_low1: Default::default(),
+            s3_match_high1: Default::default(),
+            match1: Default::default(),
+            s3_match_low2: Default::default(),
+            s3_match_high2: Default::default(),
+            match2: Default::default(),
+            s3_match_low3: Default::default(),
+            s3_match_high3: Default::default(),
+            match3: Default::default(),
             s3_index0: Default::default(),
             s3_index1: Default::default(),
             s3_index2: Default::default(),
@@ -334,16 +341,54 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, clear_set, cmd_tuple, cmd_set, cmd_idx, cmd_rm, s1_valid, s1_tuple,
-            s1_set, s2_valid, s2_tuple, s2_set, s2_way0, s2_way1, s2_way2, s2_way3, s3_valid,
-            s3_set, s3_match0, s3_match1, s3_match2, s3_match3, s3_index0, s3_index1, s3_index2,
-            s3_index3, s3_used0, s3_used1, s3_used2, s3_used3, res_valid, res_hit, res_index,
-            done_q, full_q, missing_q, full_count
+            self,
+            clock,
+            state,
+            clear_set,
+            cmd_tuple,
+            cmd_set,
+            cmd_idx,
+            cmd_rm,
+            s1_valid,
+            s1_tuple,
+            s1_set,
+            s2_valid,
+            s2_tuple,
+            s2_set,
+            s3_valid,
+            s3_set,
+            s3_match_low0,
+            s3_match_high0,
+            s3_match_low1,
+            s3_match_high1,
+            s3_match_low2,
+            s3_match_high2,
+            s3_match_low3,
+            s3_match_high3,
+            s3_index0,
+            s3_index1,
+            s3_index2,
+            s3_index3,
+            s3_used0,
+            s3_used1,
+            s3_used2,
+            s3_used3,
+            res_valid,
+            res_hit,
+            res_index,
+            done_q,
+            full_q,
+            missing_q,
+            full_count
         );
         self.way0.clock.next = self.clock.val();
+        self.way0.output_enable.next = true;
         self.way1.clock.next = self.clock.val();
+        self.way1.output_enable.next = true;
         self.way2.clock.next = self.clock.val();
+        self.way2.output_enable.next = true;
         self.way3.clock.next = self.clock.val();
+        self.way3.output_enable.next = true;
 
         self.lookup_tuple.next = (bit_cast::<96, 32>(self.lookup_local_ip.val()) << 64)
             | (bit_cast::<96, 16>(self.lookup_local_port.val()) << 48)
@@ -391,46 +436,57 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         self.s2_valid.d.next = self.s1_valid.q.val();
         self.s2_tuple.d.next = self.s1_tuple.q.val();
         self.s2_set.d.next = self.s1_set.q.val();
-        self.s2_way0.d.next = self.way0.read_data.val();
-        self.s2_way1.d.next = self.way1.read_data.val();
-        self.s2_way2.d.next = self.way2.read_data.val();
-        self.s2_way3.d.next = self.way3.read_data.val();
 
         // Stage 3: compare the ways with the tuple read for.
         self.s3_valid.d.next = self.s2_valid.q.val();
         self.s3_set.d.next = self.s2_set.q.val();
-        self.s3_match0.d.next = self.s2_way0.q.val().get_bit(112)
-            & (self.s2_way0.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
-        self.s3_match1.d.next = self.s2_way1.q.val().get_bit(112)
-            & (self.s2_way1.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
-        self.s3_match2.d.next = self.s2_way2.q.val().get_bit(112)
-            & (self.s2_way2.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
-        self.s3_match3.d.next = self.s2_way3.q.val().get_bit(112)
-            & (self.s2_way3.q.val().get_bits::<96>(0) == self.s2_tuple.q.val());
-        self.s3_index0.d.next = self.s2_way0.q.val().get_bits::<16>(96);
-        self.s3_index1.d.next = self.s2_way1.q.val().get_bits::<16>(96);
-        self.s3_index2.d.next = self.s2_way2.q.val().get_bits::<16>(96);
-        self.s3_index3.d.next = self.s2_way3.q.val().get_bits::<16>(96);
-        self.s3_used0.d.next = self.s2_way0.q.val().get_bit(112);
-        self.s3_used1.d.next = self.s2_way1.q.val().get_bit(112);
-        self.s3_used2.d.next = self.s2_way2.q.val().get_bit(112);
-        self.s3_used3.d.next = self.s2_way3.q.val().get_bit(112);
+        self.s3_match_low0.d.next = self.way0.read_data.val().get_bit(112)
+            & (self.way0.read_data.val().get_bits::<48>(0)
+                == self.s2_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high0.d.next = self.way0.read_data.val().get_bits::<48>(48)
+            == self.s2_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low1.d.next = self.way1.read_data.val().get_bit(112)
+            & (self.way1.read_data.val().get_bits::<48>(0)
+                == self.s2_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high1.d.next = self.way1.read_data.val().get_bits::<48>(48)
+            == self.s2_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low2.d.next = self.way2.read_data.val().get_bit(112)
+            & (self.way2.read_data.val().get_bits::<48>(0)
+                == self.s2_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high2.d.next = self.way2.read_data.val().get_bits::<48>(48)
+            == self.s2_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low3.d.next = self.way3.read_data.val().get_bit(112)
+            & (self.way3.read_data.val().get_bits::<48>(0)
+                == self.s2_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high3.d.next = self.way3.read_data.val().get_bits::<48>(48)
+            == self.s2_tuple.q.val().get_bits::<48>(48);
+        self.s3_index0.d.next = self.way0.read_data.val().get_bits::<16>(96);
+        self.s3_index1.d.next = self.way1.read_data.val().get_bits::<16>(96);
+        self.s3_index2.d.next = self.way2.read_data.val().get_bits::<16>(96);
+        self.s3_index3.d.next = self.way3.read_data.val().get_bits::<16>(96);
+        self.s3_used0.d.next = self.way0.read_data.val().get_bit(112);
+        self.s3_used1.d.next = self.way1.read_data.val().get_bit(112);
+        self.s3_used2.d.next = self.way2.read_data.val().get_bit(112);
+        self.s3_used3.d.next = self.way3.read_data.val().get_bit(112);
 
-        // Stage 4: select the matching way's index.
-        self.any_match.next = self.s3_match0.q.val()
-            | self.s3_match1.q.val()
-            | self.s3_match2.q.val()
-            | self.s3_match3.q.val();
+        // Stage 4: select the matching way's index. (Stage 3 compares each half of the
+        // tuple on its own: one 96-bit compare behind the RAMs' route did not fit 8 ns.)
+        self.match0.next = self.s3_match_low0.q.val() & self.s3_match_high0.q.val();
+        self.match1.next = self.s3_match_low1.q.val() & self.s3_match_high1.q.val();
+        self.match2.next = self.s3_match_low2.q.val() & self.s3_match_high2.q.val();
+        self.match3.next = self.s3_match_low3.q.val() & self.s3_match_high3.q.val();
+        self.any_match.next =
+            self.match0.val() | self.match1.val() | self.match2.val() | self.match3.val();
         self.res_valid.d.next = self.s3_valid.q.val();
         self.res_hit.d.next = self.any_match.val();
         self.res_index.d.next = 0_u64.into();
-        if self.s3_match0.q.val() {
+        if self.match0.val() {
             self.res_index.d.next = self.s3_index0.q.val();
-        } else if self.s3_match1.q.val() {
+        } else if self.match1.val() {
             self.res_index.d.next = self.s3_index1.q.val();
-        } else if self.s3_match2.q.val() {
+        } else if self.match2.val() {
             self.res_index.d.next = self.s3_index2.q.val();
-        } else if self.s3_match3.q.val() {
+        } else if self.match3.val() {
             self.res_index.d.next = self.s3_index3.q.val();
         }
 
@@ -495,10 +551,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
                 self.missing_q.d.next = false;
                 if self.cmd_rm.q.val() {
                     // Remove: the matching way (at most one) becomes empty.
-                    self.way0.write_enable.next = self.s3_match0.q.val();
-                    self.way1.write_enable.next = self.s3_match1.q.val();
-                    self.way2.write_enable.next = self.s3_match2.q.val();
-                    self.way3.write_enable.next = self.s3_match3.q.val();
+                    self.way0.write_enable.next = self.match0.val();
+                    self.way1.write_enable.next = self.match1.val();
+                    self.way2.write_enable.next = self.match2.val();
+                    self.way3.write_enable.next = self.match3.val();
                     self.missing_q.d.next = !self.any_match.val();
                 } else {
                     self.way0.write_data.next = self.new_entry.val();
@@ -507,10 +563,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
                     self.way3.write_data.next = self.new_entry.val();
                     if self.any_match.val() {
                         // Already present: replace its index in place.
-                        self.way0.write_enable.next = self.s3_match0.q.val();
-                        self.way1.write_enable.next = self.s3_match1.q.val();
-                        self.way2.write_enable.next = self.s3_match2.q.val();
-                        self.way3.write_enable.next = self.s3_match3.q.val();
+                        self.way0.write_enable.next = self.match0.val();
+                        self.way1.write_enable.next = self.match1.val();
+                        self.way2.write_enable.next = self.match2.val();
+                        self.way3.write_enable.next = self.match3.val();
                     } else if !self.s3_used0.q.val() {
                         self.way0.write_enable.next = true;
                     } else if !self.s3_used1.q.val() {

@@ -18,7 +18,8 @@
 //! - [`tx_checksum`]: transmit checksum insertion, store and forward;
 //! - [`nic_top`]: the whole datapath joined, with the flow contexts and the controller;
 //! - parts: [`block_ram`] (block RAM without read-during-write logic, with or without a
-//!   registered write port) and [`skid_buffer`] (a stream slice with registered ready).
+//!   registered write port), [`skid_buffer`] (a stream slice with registered ready) and
+//!   [`event_counter`] (a counter fed by a registered pulse).
 //!
 //! Tooling: [`verilator`] lints a block's exported Verilog and builds it into a model
 //! driven from Rust; [`synth`] runs the ECP5 flow and reports LUTs, FFs, BRAMs and Fmax.
@@ -27,6 +28,7 @@
 
 pub mod block_ram;
 pub mod crc32c;
+pub mod event_counter;
 pub mod export;
 pub mod flow_table;
 pub mod mpa_rx;

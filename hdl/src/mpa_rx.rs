@@ -40,15 +40,18 @@
 //! for the ULPDU, so each output beat is two bytes of the current input beat over six of
 //! the previous one, or six over two: a two-way choice, not a barrel shifter.
 //!
-//! **Two stages**: stage 1 decodes the word roles, runs the CRC register, realigns the
+//! **Three stages**: stage 0 registers the input beat with what can be read from it
+//! alone (its words' `keep`, both candidate ULPDU_Lengths, their body-word counts and
+//! their compares with the limit), so no length compare is in series with what follows.
+//! Stage 1 decodes the word roles, runs the CRC register, realigns the
 //! ULPDU and decides which output beats the input beat owes, assuming its CRC words
 //! match; it compares word 0 against the CRC register. Stage 2, a cycle later,
 //! compares word 1 against the CRC after word 0, applies the CRC verdicts (a bad word 0
 //! ends the flow before word 1; a bad CRC word makes its ULPDU's last beat bad) and
 //! the errors' order, and pushes into the output queue. Stage 1 does not stop at an
 //! error it cannot see yet: once the flow has failed its state no longer matters, and
-//! stage 2 drops the beats that follow. `busy` is high while a beat is in stage 2 or
-//! the queue, so a user that waits for it low after a segment's last beat has all of
+//! stage 2 drops the beats that follow. `busy` is high while a beat is in stage 0, stage
+//! 2 or the queue, so a user that waits for it low after a segment's last beat has all of
 //! the segment's ULPDUs out and its errors latched.
 //!
 //! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
@@ -62,8 +65,8 @@
 //! Stage 2 pushes when two places are free after this cycle's dequeue, and holds its
 //! beat (stalling stage 1) otherwise, so `in_ready` is combinational from
 //! `ulpdu_ready`. `tests/blocks/mpa_rx.rs` checks the exact cycle count back to back.
-//! Latency: a ULPDU beat leaves two cycles after the input beat that completes it; the
-//! last beat waits for the CRC word. Synchronous active-high `reset`.
+//! Latency: a ULPDU beat leaves three cycles after the input beat that completes it;
+//! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
 //! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
 //! 2,801 LUT4, 610 FF, 125.4 MHz, i.e. 8 Gb/s at 8 bytes a cycle (the boards' ports
@@ -109,7 +112,7 @@ pub struct MpaRxDelineator {
     /// Latched: ULPDU_Length above `max_ulpdu_len`, or an FPDU not ending with its
     /// segment.
     pub length_error: Signal<Out, Bit>,
-    /// A beat is still on its way (in stage 2 or the output queue): the ULPDUs and
+    /// A beat is still on its way (in stage 0, 2 or the output queue): the ULPDUs and
     /// errors of the input so far are not all out yet.
     pub busy: Signal<Out, Bit>,
     /// The three CRC updates a beat can need, computed side by side so that decoding
@@ -136,20 +139,45 @@ pub struct MpaRxDelineator {
     kept2_data: Signal<Local, Bits<64>>,
     kept2_tag: Signal<Local, Bits<11>>,
     failed: Signal<Local, Bit>,
-    /// An input beat is taken and processed this cycle (taken beats of a failed flow
+    /// Stage 0: the input beat, registered with what can be decoded from it alone (its
+    /// words' `keep`, its two possible ULPDU_Lengths compared and converted), so stage
+    /// 1 starts from registers and no length compare is in series with the word
+    /// roles, the CRC selection and the data selects. It loads when empty or when
+    /// stage 1 takes its beat.
+    s0_load: Signal<Local, Bit>,
+    s0_valid: DFF<Bit>,
+    s0_data: DFF<Bits<64>>,
+    s0_last: DFF<Bit>,
+    /// ULPDU_Length of the beat at `in_*` if word 0 / word 1 is a header.
+    in_len0: Signal<Local, Bits<16>>,
+    in_len1: Signal<Local, Bits<16>>,
+    /// That length is above `max_ulpdu_len`.
+    len0_over: DFF<Bit>,
+    len1_over: DFF<Bit>,
+    /// That length is 0.
+    len0_zero: DFF<Bit>,
+    len1_zero: DFF<Bit>,
+    /// The stage-0 beat is taken and processed this cycle (taken beats of a failed flow
     /// are dropped).
     take: Signal<Local, Bit>,
-    w0_valid: Signal<Local, Bit>,
-    w1_valid: Signal<Local, Bit>,
+    w0_valid: DFF<Bit>,
+    w1_valid: DFF<Bit>,
     /// The beat ends inside a word.
-    partial: Signal<Local, Bit>,
-    /// ULPDU_Length if word 0 / word 1 is a header.
-    len0: Signal<Local, Bits<16>>,
-    len1: Signal<Local, Bits<16>>,
+    partial: DFF<Bit>,
+    /// ULPDU_Length of the stage-0 beat if word 0 / word 1 is a header.
+    len0: DFF<Bits<16>>,
+    len1: DFF<Bits<16>>,
     /// Body words between a header with that length and its CRC word:
     /// `ceil((2 + len) / 4) - 1 = floor((len + 1) / 4)`.
-    body0: Signal<Local, Bits<16>>,
-    body1: Signal<Local, Bits<16>>,
+    body0: DFF<Bits<16>>,
+    body1: DFF<Bits<16>>,
+    /// `body0` of the beat at `in_*`, and `body0 - 1` of the stage-0 beat (the count
+    /// after word 1 when word 0 is a header): no subtraction follows another in stage 1.
+    in_body0: Signal<Local, Bits<16>>,
+    body0_less1: DFF<Bits<16>>,
+    /// `words_left - 1`, `words_left - 2`, side by side.
+    words_left_less1: Signal<Local, Bits<16>>,
+    words_left_less2: Signal<Local, Bits<16>>,
     /// What word 0 is (if valid): header, body or CRC word.
     w0_hdr: Signal<Local, Bit>,
     w0_crc: Signal<Local, Bit>,
@@ -238,13 +266,13 @@ pub struct MpaRxDelineator {
     left_is2: DFF<Bit>,
     /// Header lengths by the body words they give: `body = 0` is `len < 3`, `body = 1`
     /// is `3 <= len < 7`, and so on.
-    len0_body0: Signal<Local, Bit>,
-    len0_body1: Signal<Local, Bit>,
-    len0_body2: Signal<Local, Bit>,
-    len0_body3: Signal<Local, Bit>,
-    len1_body0: Signal<Local, Bit>,
-    len1_body1: Signal<Local, Bit>,
-    len1_body2: Signal<Local, Bit>,
+    len0_body0: DFF<Bit>,
+    len0_body1: DFF<Bit>,
+    len0_body2: DFF<Bit>,
+    len0_body3: DFF<Bit>,
+    len1_body0: DFF<Bit>,
+    len1_body1: DFF<Bit>,
+    len1_body2: DFF<Bit>,
     /// `left1` / `left2` is 0, 1, 2.
     left1_is0: Signal<Local, Bit>,
     left1_is1: Signal<Local, Bit>,
@@ -314,6 +342,16 @@ impl Default for MpaRxDelineator {
             kept2_data: Default::default(),
             kept2_tag: Default::default(),
             failed: Default::default(),
+            s0_load: Default::default(),
+            s0_valid: Default::default(),
+            s0_data: Default::default(),
+            s0_last: Default::default(),
+            in_len0: Default::default(),
+            in_len1: Default::default(),
+            len0_over: Default::default(),
+            len1_over: Default::default(),
+            len0_zero: Default::default(),
+            len1_zero: Default::default(),
             take: Default::default(),
             w0_valid: Default::default(),
             w1_valid: Default::default(),
@@ -322,6 +360,10 @@ impl Default for MpaRxDelineator {
             len1: Default::default(),
             body0: Default::default(),
             body1: Default::default(),
+            in_body0: Default::default(),
+            body0_less1: Default::default(),
+            words_left_less1: Default::default(),
+            words_left_less2: Default::default(),
             w0_hdr: Default::default(),
             w0_crc: Default::default(),
             w0_body: Default::default(),
@@ -420,6 +462,28 @@ impl Logic for MpaRxDelineator {
         dff_setup!(
             self,
             clock,
+            s0_valid,
+            s0_data,
+            s0_last,
+            len0,
+            len1,
+            len0_over,
+            len1_over,
+            len0_zero,
+            len1_zero,
+            w0_valid,
+            w1_valid,
+            partial,
+            body0,
+            body1,
+            body0_less1,
+            len0_body0,
+            len0_body1,
+            len0_body2,
+            len0_body3,
+            len1_body0,
+            len1_body1,
+            len1_body2,
             in_fpdu,
             words_left,
             left_is0,
@@ -470,47 +534,63 @@ impl Logic for MpaRxDelineator {
         }
         self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
         // Stage 2 pushes at most two beats into the queue; a failed flow drops its
-        // beats without waiting for the output. Stage 1 takes a beat when stage 2 is
-        // free or moves on.
+        // beats without waiting for the output. Stage 1 takes the stage-0 beat when
+        // stage 2 is free or moves on; stage 0 loads when it is empty or taken.
         self.room.next = !self.kept1_tag.val().get_bit(10);
         self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
-        self.in_ready.next = self.s2_advance.val() & !self.reset.val();
-        self.take.next = self.in_valid.val() & self.in_ready.val() & !self.failed.val();
+        self.take.next = self.s0_valid.q.val() & self.s2_advance.val() & !self.failed.val();
+        self.s0_load.next = !self.s0_valid.q.val() | self.s2_advance.val();
+        self.in_ready.next = self.s0_load.val() & !self.reset.val();
 
-        // The beat as two words.
-        self.w0_valid.next = self.in_keep.val().get_bit(3);
-        self.w1_valid.next = self.in_keep.val().get_bit(7);
-        self.partial.next = (self.in_keep.val() != 0x00)
-            & (self.in_keep.val() != 0x0F)
-            & (self.in_keep.val() != 0xFF);
+        // Stage 0: the beat as two words, and each word read as a header.
         // ULPDU_Length is big-endian: its high byte is byte 0 (bits 7:0).
-        self.len0.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
+        self.in_len0.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
             | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8));
-        self.len1.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(32)) << 8)
+        self.in_len1.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(32)) << 8)
             | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(40));
-        self.body0.next = self.len0.val() >> 2;
-        if self.len0.val().get_bits::<2>(0) == 3 {
-            self.body0.next = (self.len0.val() >> 2) + 1;
+        self.in_body0.next = self.in_len0.val() >> 2;
+        if self.in_len0.val().get_bits::<2>(0) == 3 {
+            self.in_body0.next = (self.in_len0.val() >> 2) + 1;
         }
-        self.body1.next = self.len1.val() >> 2;
-        if self.len1.val().get_bits::<2>(0) == 3 {
-            self.body1.next = (self.len1.val() >> 2) + 1;
+        if self.s0_load.val() {
+            self.s0_valid.d.next = self.in_valid.val();
+            self.s0_data.d.next = self.in_data.val();
+            self.s0_last.d.next = self.in_last.val();
+            self.len0.d.next = self.in_len0.val();
+            self.len1.d.next = self.in_len1.val();
+            self.w0_valid.d.next = self.in_keep.val().get_bit(3);
+            self.w1_valid.d.next = self.in_keep.val().get_bit(7);
+            self.partial.d.next = (self.in_keep.val() != 0x00)
+                & (self.in_keep.val() != 0x0F)
+                & (self.in_keep.val() != 0xFF);
+            self.body0.d.next = self.in_body0.val();
+            self.body0_less1.d.next = self.in_body0.val() - 1;
+            self.body1.d.next = self.in_len1.val() >> 2;
+            if self.in_len1.val().get_bits::<2>(0) == 3 {
+                self.body1.d.next = (self.in_len1.val() >> 2) + 1;
+            }
+            self.len0_body0.d.next = self.in_len0.val() < 3;
+            self.len0_body1.d.next = (self.in_len0.val() > 2) & (self.in_len0.val() < 7);
+            self.len0_body2.d.next = (self.in_len0.val() > 6) & (self.in_len0.val() < 11);
+            self.len0_body3.d.next = (self.in_len0.val() > 10) & (self.in_len0.val() < 15);
+            self.len1_body0.d.next = self.in_len1.val() < 3;
+            self.len1_body1.d.next = (self.in_len1.val() > 2) & (self.in_len1.val() < 7);
+            self.len1_body2.d.next = (self.in_len1.val() > 6) & (self.in_len1.val() < 11);
+            self.len0_over.d.next = self.in_len0.val() > self.max_ulpdu_len.val();
+            self.len1_over.d.next = self.in_len1.val() > self.max_ulpdu_len.val();
+            self.len0_zero.d.next = self.in_len0.val() == 0;
+            self.len1_zero.d.next = self.in_len1.val() == 0;
         }
 
-        // Word roles, word 0 then word 1.
+        // Stage 1. Word roles, word 0 then word 1.
         self.w0_hdr.next = !self.in_fpdu.q.val();
-        self.len0_body0.next = self.len0.val() < 3;
-        self.len0_body1.next = (self.len0.val() > 2) & (self.len0.val() < 7);
-        self.len0_body2.next = (self.len0.val() > 6) & (self.len0.val() < 11);
-        self.len0_body3.next = (self.len0.val() > 10) & (self.len0.val() < 15);
-        self.len1_body0.next = self.len1.val() < 3;
-        self.len1_body1.next = (self.len1.val() > 2) & (self.len1.val() < 7);
-        self.len1_body2.next = (self.len1.val() > 6) & (self.len1.val() < 11);
         self.w0_crc.next = self.in_fpdu.q.val() & self.left_is0.q.val();
         self.w0_body.next = self.in_fpdu.q.val() & !self.left_is0.q.val();
-        self.left1.next = self.words_left.q.val() - 1;
+        self.words_left_less1.next = self.words_left.q.val() - 1;
+        self.words_left_less2.next = self.words_left.q.val() - 2;
+        self.left1.next = self.words_left_less1.val();
         if self.w0_hdr.val() {
-            self.left1.next = self.body0.val();
+            self.left1.next = self.body0.q.val();
         }
         self.w1_hdr.next = self.w0_crc.val();
         // body0 == 0 exactly when len0 <= 2, body0 == 1 when len0 is 3..=6.
@@ -518,36 +598,39 @@ impl Logic for MpaRxDelineator {
         self.left1_is1.next = self.left_is2.q.val();
         self.left1_is2.next = self.words_left.q.val() == 3;
         if self.w0_hdr.val() {
-            self.left1_is0.next = self.len0_body0.val();
-            self.left1_is1.next = self.len0_body1.val();
-            self.left1_is2.next = self.len0_body2.val();
+            self.left1_is0.next = self.len0_body0.q.val();
+            self.left1_is1.next = self.len0_body1.q.val();
+            self.left1_is2.next = self.len0_body2.q.val();
         }
         self.crc_next1.next = self.left1_is0.val();
         self.crc_next2.next = self.left1_is1.val();
         if self.w1_hdr.val() {
-            self.crc_next2.next = self.len1_body0.val();
+            self.crc_next2.next = self.len1_body0.q.val();
         }
         self.w1_crc.next = !self.w0_crc.val() & self.crc_next1.val();
-        self.left2.next = self.left1.val() - 1;
+        self.left2.next = self.words_left_less2.val();
+        if self.w0_hdr.val() {
+            self.left2.next = self.body0_less1.q.val();
+        }
         self.left2_is0.next = self.left_is2.q.val();
         self.left2_is1.next = self.words_left.q.val() == 3;
         self.left2_is2.next = self.words_left.q.val() == 4;
         if self.w0_hdr.val() {
-            self.left2_is0.next = self.len0_body1.val();
-            self.left2_is1.next = self.len0_body2.val();
-            self.left2_is2.next = self.len0_body3.val();
+            self.left2_is0.next = self.len0_body1.q.val();
+            self.left2_is1.next = self.len0_body2.q.val();
+            self.left2_is2.next = self.len0_body3.q.val();
         }
         if self.w1_hdr.val() {
-            self.left2.next = self.body1.val();
-            self.left2_is0.next = self.len1_body0.val();
-            self.left2_is1.next = self.len1_body1.val();
-            self.left2_is2.next = self.len1_body2.val();
+            self.left2.next = self.body1.q.val();
+            self.left2_is0.next = self.len1_body0.q.val();
+            self.left2_is1.next = self.len1_body1.q.val();
+            self.left2_is2.next = self.len1_body2.q.val();
         }
         self.in_after.next = self.in_fpdu.q.val();
-        if self.w0_valid.val() {
+        if self.w0_valid.q.val() {
             self.in_after.next = !self.w0_crc.val();
         }
-        if self.w1_valid.val() {
+        if self.w1_valid.q.val() {
             self.in_after.next = !self.w1_crc.val();
         }
 
@@ -556,31 +639,30 @@ impl Logic for MpaRxDelineator {
         // Between FPDUs the register holds the initial value, so an FPDU starting at
         // word 0 continues from it like any other beat, with no choice on the loop.
         self.crc_both.state.next = self.crc_state.q.val();
-        self.crc_both.data.next = self.in_data.val();
+        self.crc_both.data.next = self.s0_data.q.val();
         self.crc_both.keep.next = self.keep_all.val();
         self.crc_low.state.next = self.crc_state.q.val();
-        self.crc_low.data.next = self.in_data.val();
+        self.crc_low.data.next = self.s0_data.q.val();
         self.crc_low.keep.next = self.keep_low_word.val();
         self.crc_high.state.next = self.crc_init.val();
-        self.crc_high.data.next = self.in_data.val() >> 32;
+        self.crc_high.data.next = self.s0_data.q.val() >> 32;
         self.crc_high.keep.next = self.keep_low_word.val();
         // The CRC field is sent least significant byte first: it is the word as it
         // stands in a little-endian beat. Word 0 is compared here, with the register;
         // word 1, against the CRC after word 0, in stage 2.
-        self.crc_ok0.next = !self.crc_state.q.val() == self.in_data.val().get_bits::<32>(0);
+        self.crc_ok0.next = !self.crc_state.q.val() == self.s0_data.q.val().get_bits::<32>(0);
 
         // Length errors, in the reference's order: word 0 first, and a word after an
         // error is not looked at. A CRC error found in stage 2 overrides what stage 1
         // made of the words after it: the flow has failed, so stage 1's state no
         // longer matters, and stage 2 drops the beats it still owes.
-        self.too_long0.next =
-            self.w0_valid.val() & self.w0_hdr.val() & (self.len0.val() > self.max_ulpdu_len.val());
-        self.too_long1.next = self.w1_valid.val()
+        self.too_long0.next = self.w0_valid.q.val() & self.w0_hdr.val() & self.len0_over.q.val();
+        self.too_long1.next = self.w1_valid.q.val()
             & self.w1_hdr.val()
-            & (self.len1.val() > self.max_ulpdu_len.val())
+            & self.len1_over.q.val()
             & !self.too_long0.val();
-        self.unended.next = self.in_last.val()
-            & (self.partial.val() | self.in_after.val())
+        self.unended.next = self.s0_last.q.val()
+            & (self.partial.q.val() | self.in_after.val())
             & !self.too_long0.val()
             & !self.too_long1.val();
 
@@ -589,11 +671,11 @@ impl Logic for MpaRxDelineator {
         // never meets): the flow stops there, so what stage 1 keeps no longer matters,
         // and the length compares stay off the data selection.
         self.hdr_at_w1.next = !self.w0_hdr.val();
-        self.hdr_here.next =
-            (self.w0_valid.val() & self.w0_hdr.val()) | (self.w1_valid.val() & self.w1_hdr.val());
-        self.hdr_len.next = self.len0.val();
+        self.hdr_here.next = (self.w0_valid.q.val() & self.w0_hdr.val())
+            | (self.w1_valid.q.val() & self.w1_hdr.val());
+        self.hdr_len.next = self.len0.q.val();
         if self.hdr_at_w1.val() {
-            self.hdr_len.next = self.len1.val();
+            self.hdr_len.next = self.len1.q.val();
         }
         match self.hdr_len.val().get_bits::<3>(0).index() {
             1 => self.hdr_keep.next = 0x01.into(),
@@ -605,29 +687,31 @@ impl Logic for MpaRxDelineator {
             7 => self.hdr_keep.next = 0x7F.into(),
             _ => self.hdr_keep.next = 0xFF.into(),
         }
-        if self.hdr_len.val() == 0 {
+        if (!self.hdr_at_w1.val() & self.len0_zero.q.val())
+            | (self.hdr_at_w1.val() & self.len1_zero.q.val())
+        {
             self.hdr_keep.next = self.keep_none.val();
         }
-        self.complete0.next = self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val();
-        self.complete1.next = self.w1_valid.val() & !self.w1_crc.val() & self.crc_next2.val();
+        self.complete0.next = self.w0_valid.q.val() & !self.w0_crc.val() & self.crc_next1.val();
+        self.complete1.next = self.w1_valid.q.val() & !self.w1_crc.val() & self.crc_next2.val();
         self.data_complete.next = self.complete0.val() | self.complete1.val();
-        self.full_emit.next = self.w0_valid.val()
+        self.full_emit.next = self.w0_valid.q.val()
             & self.w0_body.val()
             & (self.out_left.q.val() > 8)
-            & (!self.offset6.q.val() | self.w1_valid.val());
+            & (!self.offset6.q.val() | self.w1_valid.q.val());
         if self.offset6.q.val() {
-            self.realigned.next = (self.in_data.val() << 16) | (self.prev.q.val() >> 48);
+            self.realigned.next = (self.s0_data.q.val() << 16) | (self.prev.q.val() >> 48);
         } else {
-            self.realigned.next = (self.in_data.val() << 48) | (self.prev.q.val() >> 16);
+            self.realigned.next = (self.s0_data.q.val() << 48) | (self.prev.q.val() >> 16);
         }
         self.shift6_now.next = self.offset6.q.val();
         if self.hdr_here.val() {
             self.shift6_now.next = self.hdr_at_w1.val();
         }
         if self.shift6_now.val() {
-            self.shifted.next = self.in_data.val() >> 48;
+            self.shifted.next = self.s0_data.q.val() >> 48;
         } else {
-            self.shifted.next = self.in_data.val() >> 16;
+            self.shifted.next = self.s0_data.q.val() >> 16;
         }
         self.final_data.next = self.realigned.val();
         if self.hdr_here.val() | self.full_emit.val() {
@@ -641,23 +725,24 @@ impl Logic for MpaRxDelineator {
         // The ULPDU's last beat is owed when its CRC word is word 1 of this beat, or
         // when the segment ends inside the FPDU (then it ends the packet as bad: with
         // its bytes if all arrived, else empty). Good if word 1's CRC matches.
-        self.final_out.next = (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
-            | (self.unended.val() & self.in_after.val());
+        self.final_out.next =
+            (self.complete0.val() & self.w1_valid.q.val() & !self.too_long0.val())
+                | (self.unended.val() & self.in_after.val());
         self.final_out_data.next = 0_u64.into();
         self.final_out_keep.next = self.keep_none.val();
         if self.data_complete.val() {
             self.final_out_data.next = self.final_data.val();
             self.final_out_keep.next = self.final_keep_now.val();
-        } else if !self.w0_valid.val() & self.w0_crc.val() {
+        } else if !self.w0_valid.q.val() & self.w0_crc.val() {
             self.final_out_data.next = self.fin_data.q.val();
             self.final_out_keep.next = self.fin_keep.q.val();
         }
-        if self.complete0.val() & self.w1_valid.val() {
+        if self.complete0.val() & self.w1_valid.q.val() {
             self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x700;
         } else {
             self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x500;
         }
-        self.first_out.next = (self.w0_valid.val() & self.w0_crc.val()) | self.full_emit.val();
+        self.first_out.next = (self.w0_valid.q.val() & self.w0_crc.val()) | self.full_emit.val();
         self.first_out_data.next = self.realigned.val();
         self.first_out_tag.next = bit_cast::<11, 8>(self.keep_all.val()) | 0x400;
         if self.w0_crc.val() {
@@ -727,28 +812,28 @@ impl Logic for MpaRxDelineator {
         }
 
         if self.take.val() {
-            self.prev.d.next = self.in_data.val();
-            if self.w0_valid.val() {
+            self.prev.d.next = self.s0_data.q.val();
+            if self.w0_valid.q.val() {
                 self.crc_state.d.next = self.crc_low.next_state.val();
                 if self.w0_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
-                    if self.w1_valid.val() {
+                    if self.w1_valid.q.val() {
                         self.crc_state.d.next = self.crc_high.next_state.val();
                     }
-                } else if self.w1_valid.val() & self.w1_crc.val() {
+                } else if self.w1_valid.q.val() & self.w1_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
-                } else if self.w1_valid.val() {
+                } else if self.w1_valid.q.val() {
                     self.crc_state.d.next = self.crc_both.next_state.val();
                 }
             }
-            if self.w0_valid.val() {
+            if self.w0_valid.q.val() {
                 self.in_fpdu.d.next = !self.w0_crc.val();
                 self.words_left.d.next = self.left1.val();
                 self.left_is0.d.next = self.left1_is0.val();
                 self.left_is1.d.next = self.left1_is1.val();
                 self.left_is2.d.next = self.left1_is2.val();
             }
-            if self.w1_valid.val() {
+            if self.w1_valid.q.val() {
                 self.in_fpdu.d.next = !self.w1_crc.val();
                 self.words_left.d.next = self.left2.val();
                 self.left_is0.d.next = self.left2_is0.val();
@@ -774,16 +859,17 @@ impl Logic for MpaRxDelineator {
             self.s2_final.d.next = self.final_out.val();
             self.s2_final_data.d.next = self.final_out_data.val();
             self.s2_final_tag.d.next = self.final_out_tag.val();
-            self.s2_w0_check.d.next = self.w0_valid.val() & self.w0_crc.val();
+            self.s2_w0_check.d.next = self.w0_valid.q.val() & self.w0_crc.val();
             self.s2_ok0.d.next = self.crc_ok0.val();
             self.s2_w1_check.d.next =
-                self.w1_valid.val() & self.w1_crc.val() & !self.too_long0.val();
+                self.w1_valid.q.val() & self.w1_crc.val() & !self.too_long0.val();
             self.s2_crc_after_w0.d.next = self.crc_low.next_state.val();
-            self.s2_word1.d.next = self.in_data.val().get_bits::<32>(32);
+            self.s2_word1.d.next = self.s0_data.q.val().get_bits::<32>(32);
             self.s2_length_error.d.next =
                 self.too_long0.val() | self.too_long1.val() | self.unended.val();
         }
         if self.reset.val() {
+            self.s0_valid.d.next = false;
             self.in_fpdu.d.next = false;
             self.crc_state.d.next = self.crc_init.val();
             self.crc_failed.d.next = false;
@@ -800,6 +886,7 @@ impl Logic for MpaRxDelineator {
         self.ulpdu_valid.next = self.queue0_tag.q.val().get_bit(10);
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
-        self.busy.next = self.s2_valid.q.val() | self.queue0_tag.q.val().get_bit(10);
+        self.busy.next =
+            self.s0_valid.q.val() | self.s2_valid.q.val() | self.queue0_tag.q.val().get_bit(10);
     }
 }

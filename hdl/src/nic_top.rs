@@ -137,6 +137,7 @@
 use rust_hdl::prelude::*;
 
 use crate::block_ram::{BlockRam, WriteRegisteredRam};
+use crate::event_counter::EventCounter;
 use crate::flow_table::FlowTable;
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
@@ -365,6 +366,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
     payload: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
+    /// The contexts, read through the RAMs' own output registers (loaded every cycle):
+    /// a word is there two cycles after its address, from a flip-flop, with none of
+    /// block RAM's 5.8 ns clock-to-out in the decisions' cycle.
     ctx_tuple: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_macs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_seqs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
@@ -457,13 +461,6 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     event_index_q: DFF<Bits<16>>,
     event_crc_q: DFF<Bit>,
 
-    /// The context RAMs' words, registered every cycle: valid the cycle after the
-    /// RAMs put them out.
-    ctx_tuple_q: DFF<Bits<96>>,
-    ctx_macs_q: DFF<Bits<96>>,
-    ctx_seqs_q: DFF<Bits<96>>,
-    ctx_misc_q: DFF<Bits<MISC_BITS>>,
-
     // Decisions on a received segment (from the registered context and the parser's
     // fields), registered every cycle: valid the cycle after the context is.
     seq_snd_una: Signal<Local, Bits<32>>,
@@ -500,19 +497,20 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     tx_source: DFF<TxSource>,
     tx_grant: Signal<Local, TxSource>,
 
-    // Counters the blocks do not keep.
-    frames_in: DFF<Bits<32>>,
-    frames_out: DFF<Bits<32>>,
-    not_for_us: DFF<Bits<32>>,
-    to_firmware: DFF<Bits<32>>,
-    out_of_order: DFF<Bits<32>>,
-    duplicates: DFF<Bits<32>>,
-    acks_sent: DFF<Bits<32>>,
-    fpdus_in: DFF<Bits<32>>,
-    fpdus_out: DFF<Bits<32>>,
-    crc_errors: DFF<Bits<32>>,
-    length_errors: DFF<Bits<32>>,
-    host_refused: DFF<Bits<32>>,
+    // Counters the blocks do not keep (each a cycle behind its event: the decisions
+    // that raise them end at one flip-flop, not at 32 with an adder behind).
+    frames_in: EventCounter,
+    frames_out: EventCounter,
+    not_for_us: EventCounter,
+    to_firmware: EventCounter,
+    out_of_order: EventCounter,
+    duplicates: EventCounter,
+    acks_sent: EventCounter,
+    fpdus_in: EventCounter,
+    fpdus_out: EventCounter,
+    crc_errors: EventCounter,
+    length_errors: EventCounter,
+    host_refused: EventCounter,
     ticks: DFF<Bits<64>>,
 }
 
@@ -573,10 +571,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             event_q,
             event_index_q,
             event_crc_q,
-            ctx_tuple_q,
-            ctx_macs_q,
-            ctx_seqs_q,
-            ctx_misc_q,
             ack_moves,
             w_seq_end,
             has_payload,
@@ -588,18 +582,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             new_snd_nxt,
             tx_refused,
             tx_source,
-            frames_in,
-            frames_out,
-            not_for_us,
-            to_firmware,
-            out_of_order,
-            duplicates,
-            acks_sent,
-            fpdus_in,
-            fpdus_out,
-            crc_errors,
-            length_errors,
-            host_refused,
             ticks
         );
         self.parser.clock.next = self.clock.val();
@@ -626,9 +608,49 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.raw.clock.next = self.clock.val();
         self.payload.clock.next = self.clock.val();
         self.ctx_tuple.clock.next = self.clock.val();
+        self.ctx_tuple.output_enable.next = true;
         self.ctx_macs.clock.next = self.clock.val();
+        self.ctx_macs.output_enable.next = true;
         self.ctx_seqs.clock.next = self.clock.val();
+        self.ctx_seqs.output_enable.next = true;
         self.ctx_misc.clock.next = self.clock.val();
+        self.ctx_misc.output_enable.next = true;
+        self.frames_in.clock.next = self.clock.val();
+        self.frames_in.reset.next = self.reset.val();
+        self.frames_in.increment.next = false;
+        self.frames_out.clock.next = self.clock.val();
+        self.frames_out.reset.next = self.reset.val();
+        self.frames_out.increment.next = false;
+        self.not_for_us.clock.next = self.clock.val();
+        self.not_for_us.reset.next = self.reset.val();
+        self.not_for_us.increment.next = false;
+        self.to_firmware.clock.next = self.clock.val();
+        self.to_firmware.reset.next = self.reset.val();
+        self.to_firmware.increment.next = false;
+        self.out_of_order.clock.next = self.clock.val();
+        self.out_of_order.reset.next = self.reset.val();
+        self.out_of_order.increment.next = false;
+        self.duplicates.clock.next = self.clock.val();
+        self.duplicates.reset.next = self.reset.val();
+        self.duplicates.increment.next = false;
+        self.acks_sent.clock.next = self.clock.val();
+        self.acks_sent.reset.next = self.reset.val();
+        self.acks_sent.increment.next = false;
+        self.fpdus_in.clock.next = self.clock.val();
+        self.fpdus_in.reset.next = self.reset.val();
+        self.fpdus_in.increment.next = false;
+        self.fpdus_out.clock.next = self.clock.val();
+        self.fpdus_out.reset.next = self.reset.val();
+        self.fpdus_out.increment.next = false;
+        self.crc_errors.clock.next = self.clock.val();
+        self.crc_errors.reset.next = self.reset.val();
+        self.crc_errors.increment.next = false;
+        self.length_errors.clock.next = self.clock.val();
+        self.length_errors.reset.next = self.reset.val();
+        self.length_errors.increment.next = false;
+        self.host_refused.clock.next = self.clock.val();
+        self.host_refused.reset.next = self.reset.val();
+        self.host_refused.increment.next = false;
 
         // ---- Receive: a frame into the buffers, kept only on the parser's good bit ----
         self.parser.frame_data.next = self.net_rx_data.val();
@@ -654,7 +676,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.raw_last.d.next = self.raw_wr.q.val();
                 self.raw_last_keep.d.next = self.net_rx_keep.val();
                 self.ingest.d.next = Ingest::Verdict;
-                self.frames_in.d.next = self.frames_in.q.val() + 1;
+                self.frames_in.increment.next = true;
             }
         }
         self.parser.payload_ready.next = true;
@@ -714,7 +736,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.lookup_remote_port.next = self.w_src_port.q.val();
         self.flows.lookup_valid.next = false;
         if self.cmd_op.q.val() == 2 {
-            self.cmd_tuple.next = self.ctx_tuple_q.q.val();
+            self.cmd_tuple.next = self.ctx_tuple.read_data.val();
         } else {
             self.cmd_tuple.next = self.w_tuple.q.val();
         }
@@ -726,15 +748,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.cmd_remove.next = self.cmd_op.q.val() == 2;
         self.flows.cmd_valid.next = false;
 
-        self.ctx_tuple_q.d.next = self.ctx_tuple.read_data.val();
-        self.ctx_macs_q.d.next = self.ctx_macs.read_data.val();
-        self.ctx_seqs_q.d.next = self.ctx_seqs.read_data.val();
-        self.ctx_misc_q.d.next = self.ctx_misc.read_data.val();
-
         // What a received segment does to its flow's context (valid in RxDecide).
-        self.seq_snd_una.next = self.ctx_seqs_q.q.val().get_bits::<32>(64);
-        self.seq_snd_nxt.next = self.ctx_seqs_q.q.val().get_bits::<32>(32);
-        self.seq_rcv_nxt.next = self.ctx_seqs_q.q.val().get_bits::<32>(0);
+        self.seq_snd_una.next = self.ctx_seqs.read_data.val().get_bits::<32>(64);
+        self.seq_snd_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(32);
+        self.seq_rcv_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(0);
         self.ack_past_una.next = self.w_ack.q.val() - self.seq_snd_una.val();
         self.ack_past_nxt.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
         self.ack_moves.d.next = self.w_seg_flags.q.val().get_bit(4)
@@ -759,20 +776,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.in_order.q.val() {
             self.new_rcv_nxt.next = self.rcv_after_payload.q.val();
         }
-        self.new_misc.d.next = self.ctx_misc_q.q.val();
+        self.new_misc.d.next = self.ctx_misc.read_data.val();
         if self.w_seg_flags.q.val().get_bit(4) {
-            self.new_misc.d.next = ((self.ctx_misc_q.q.val() >> 32) << 32)
-                | (self.ctx_misc_q.q.val() & 0xFFFF)
+            self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
+                | (self.ctx_misc.read_data.val() & 0xFFFF)
                 | (bit_cast::<MISC_BITS, 16>(self.w_window.q.val()) << 16);
         }
         // A host ULPDU's FPDU: length, PAD and CRC (valid in TxDecide).
         self.fpdu_len.d.next = (((bit_cast::<32, 16>(self.tx_len.q.val()) + 5) >> 2) << 2) + 4;
         self.new_snd_nxt.d.next = self.seq_snd_nxt.val() + self.fpdu_len.q.val();
-        self.tx_refused.d.next = !self.ctx_misc_q.q.val().get_bit(51)
-            | self.ctx_misc_q.q.val().get_bit(49)
-            | self.ctx_misc_q.q.val().get_bit(50)
+        self.tx_refused.d.next = !self.ctx_misc.read_data.val().get_bit(51)
+            | self.ctx_misc.read_data.val().get_bit(49)
+            | self.ctx_misc.read_data.val().get_bit(50)
             | (self.fpdu_len.q.val()
-                > bit_cast::<32, 16>(self.ctx_misc_q.q.val().get_bits::<16>(0)));
+                > bit_cast::<32, 16>(self.ctx_misc.read_data.val().get_bits::<16>(0)));
 
         // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue): the
         // RAM is addressed one beat ahead when a beat is taken, so it streams a beat per
@@ -819,7 +836,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.mpa_rx.ulpdu_last.val()
             & self.mpa_rx.ulpdu_good.val()
         {
-            self.fpdus_in.d.next = self.fpdus_in.q.val() + 1;
+            self.fpdus_in.increment.next = true;
         }
         self.host_rx_data.next = self.host_queue.out_data.val();
         self.host_rx_keep.next = self.host_queue.out_keep.val();
@@ -922,7 +939,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.checksums.out_ready.next = self.net_tx_ready.val();
         if self.checksums.out_valid.val() & self.net_tx_ready.val() & self.checksums.out_last.val()
         {
-            self.frames_out.d.next = self.frames_out.q.val() + 1;
+            self.frames_out.increment.next = true;
         }
 
         // The event register.
@@ -992,7 +1009,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     if self.tx_range.in_range.val() {
                         self.control.d.next = Control::TxContext;
                     } else {
-                        self.host_refused.d.next = self.host_refused.q.val() + 1;
+                        self.host_refused.increment.next = true;
                         self.control.d.next = Control::TxDrop;
                     }
                 }
@@ -1006,16 +1023,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             Control::CmdAct => {
                 self.control.d.next = Control::Idle;
                 self.done_q.d.next = true;
-                self.status_q.d.next = self.ctx_misc_q.q.val().get_bit(51);
+                self.status_q.d.next = self.ctx_misc.read_data.val().get_bit(51);
                 if self.cmd_op.q.val() == 0 {
                     // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
                     self.ctx_tuple.write_enable.next = true;
                     self.ctx_macs.write_enable.next = true;
                     self.ctx_seqs.write_enable.next = true;
                     self.ctx_misc.write_enable.next = true;
-                    if self.ctx_misc_q.q.val().get_bit(51)
-                        & self.ctx_misc_q.q.val().get_bit(50)
-                        & (self.ctx_tuple_q.q.val() == self.w_tuple.q.val())
+                    if self.ctx_misc.read_data.val().get_bit(51)
+                        & self.ctx_misc.read_data.val().get_bit(50)
+                        & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
                     {
                         self.ctx_misc.write_data.next =
                             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
@@ -1025,12 +1042,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.control.d.next = Control::CmdTable;
                 }
                 if self.cmd_op.q.val() == 1 {
-                    self.rd_tuple.d.next = self.ctx_tuple_q.q.val();
-                    self.rd_macs.d.next = self.ctx_macs_q.q.val();
-                    self.rd_seqs.d.next = self.ctx_seqs_q.q.val();
-                    self.rd_misc.d.next = self.ctx_misc_q.q.val();
+                    self.rd_tuple.d.next = self.ctx_tuple.read_data.val();
+                    self.rd_macs.d.next = self.ctx_macs.read_data.val();
+                    self.rd_seqs.d.next = self.ctx_seqs.read_data.val();
+                    self.rd_misc.d.next = self.ctx_misc.read_data.val();
                 }
-                if (self.cmd_op.q.val() == 2) & self.ctx_misc_q.q.val().get_bit(51) {
+                if (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51) {
                     self.ctx_misc.write_data.next = 0.into();
                     self.ctx_misc.write_enable.next = true;
                     self.flows.cmd_valid.next = true;
@@ -1052,7 +1069,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Control::RxLookup => {
                 if self.w_dst_ip.q.val() != self.local_ip.val() {
-                    self.not_for_us.d.next = self.not_for_us.q.val() + 1;
+                    self.not_for_us.increment.next = true;
                     self.control.d.next = Control::Idle;
                 } else {
                     self.flows.lookup_valid.next = true;
@@ -1081,8 +1098,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::RxDecide;
             }
             Control::RxDecide => {
-                self.w_tuple.d.next = self.ctx_tuple_q.q.val();
-                self.w_macs.d.next = self.ctx_macs_q.q.val();
+                self.w_tuple.d.next = self.ctx_tuple.read_data.val();
+                self.w_macs.d.next = self.ctx_macs.read_data.val();
                 self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
                     | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
                     | bit_cast::<96, 32>(self.new_rcv_nxt.val());
@@ -1090,12 +1107,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
                 self.max_ulpdu.d.next = 0.into();
-                if self.ctx_misc_q.q.val().get_bits::<16>(0) >= 8 {
+                if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
                     self.max_ulpdu.d.next =
-                        ((self.ctx_misc_q.q.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
+                        ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
                 }
-                if !self.ctx_misc_q.q.val().get_bit(51)
-                    | self.ctx_misc_q.q.val().get_bit(49)
+                if !self.ctx_misc.read_data.val().get_bit(51)
+                    | self.ctx_misc.read_data.val().get_bit(49)
                     | self.w_seg_flags.q.val().get_bit(2)
                 {
                     self.control.d.next = Control::RxFirmwareStart;
@@ -1108,14 +1125,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.ctx_misc.write_data.next = self.new_misc.q.val();
                     self.ctx_misc.write_enable.next = true;
                     if self.duplicate.q.val() {
-                        self.duplicates.d.next = self.duplicates.q.val() + 1;
+                        self.duplicates.increment.next = true;
                     }
                     self.rx_firmware_after.d.next = self.w_seg_flags.q.val().get_bit(0);
                     if self.has_payload.q.val() & !self.in_order.q.val() & !self.duplicate.q.val() {
-                        self.out_of_order.d.next = self.out_of_order.q.val() + 1;
+                        self.out_of_order.increment.next = true;
                         self.rx_firmware_after.d.next = false;
                     }
-                    if self.in_order.q.val() & !self.ctx_misc_q.q.val().get_bit(50) {
+                    if self.in_order.q.val() & !self.ctx_misc.read_data.val().get_bit(50) {
                         self.control.d.next = Control::RxMpaStart;
                     } else if self.has_payload.q.val() {
                         self.control.d.next = Control::RxAck;
@@ -1148,9 +1165,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
                         self.ctx_misc.write_enable.next = true;
                         if self.mpa_rx.crc_error.val() {
-                            self.crc_errors.d.next = self.crc_errors.q.val() + 1;
+                            self.crc_errors.increment.next = true;
                         } else {
-                            self.length_errors.d.next = self.length_errors.q.val() + 1;
+                            self.length_errors.increment.next = true;
                         }
                         self.control.d.next = Control::RxEvent;
                     }
@@ -1166,7 +1183,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Control::RxAck => {
                 if self.builder.desc_ready.val() {
-                    self.acks_sent.d.next = self.acks_sent.q.val() + 1;
+                    self.acks_sent.increment.next = true;
                     if self.rx_firmware_after.q.val() {
                         self.control.d.next = Control::RxFirmwareStart;
                     } else {
@@ -1177,7 +1194,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             Control::RxFirmwareStart => {
                 self.replay.d.next = 0.into();
                 self.replay_next.next = 0.into();
-                self.to_firmware.d.next = self.to_firmware.q.val() + 1;
+                self.to_firmware.increment.next = true;
                 self.control.d.next = Control::RxFirmwareCopy;
             }
             Control::RxFirmwareCopy => {
@@ -1196,7 +1213,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Control::TxDecide => {
                 if self.tx_refused.q.val() {
-                    self.host_refused.d.next = self.host_refused.q.val() + 1;
+                    self.host_refused.increment.next = true;
                     self.control.d.next = Control::TxDrop;
                 } else {
                     self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val())
@@ -1204,9 +1221,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         | (bit_cast::<96, 32>(self.new_snd_nxt.q.val()) << 32)
                         | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
                     self.ctx_seqs.write_enable.next = true;
-                    self.w_tuple.d.next = self.ctx_tuple_q.q.val();
-                    self.w_macs.d.next = self.ctx_macs_q.q.val();
-                    self.w_seqs.d.next = self.ctx_seqs_q.q.val();
+                    self.w_tuple.d.next = self.ctx_tuple.read_data.val();
+                    self.w_macs.d.next = self.ctx_macs.read_data.val();
+                    self.w_seqs.d.next = self.ctx_seqs.read_data.val();
                     self.w_flags.d.next = 0x18.into();
                     self.w_len.d.next = bit_cast::<16, 32>(self.fpdu_len.q.val());
                     self.control.d.next = Control::TxDescriptor;
@@ -1214,7 +1231,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Control::TxDescriptor => {
                 if self.builder.desc_ready.val() {
-                    self.fpdus_out.d.next = self.fpdus_out.q.val() + 1;
+                    self.fpdus_out.increment.next = true;
                     self.control.d.next = Control::TxStream;
                 }
             }
@@ -1283,18 +1300,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.event_q.d.next = false;
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
-            self.frames_in.d.next = 0.into();
-            self.frames_out.d.next = 0.into();
-            self.not_for_us.d.next = 0.into();
-            self.to_firmware.d.next = 0.into();
-            self.out_of_order.d.next = 0.into();
-            self.duplicates.d.next = 0.into();
-            self.acks_sent.d.next = 0.into();
-            self.fpdus_in.d.next = 0.into();
-            self.fpdus_out.d.next = 0.into();
-            self.crc_errors.d.next = 0.into();
-            self.length_errors.d.next = 0.into();
-            self.host_refused.d.next = 0.into();
         }
 
         // Outputs.
@@ -1318,22 +1323,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.event_valid.next = self.event_q.q.val();
         self.event_index.next = self.event_index_q.q.val();
         self.event_crc.next = self.event_crc_q.q.val();
-        self.cnt_frames_in.next = self.frames_in.q.val();
-        self.cnt_frames_out.next = self.frames_out.q.val();
+        self.cnt_frames_in.next = self.frames_in.count.val();
+        self.cnt_frames_out.next = self.frames_out.count.val();
         self.cnt_bad_checksum.next = self.parser.dropped_bad_checksum.val();
         self.cnt_oversized.next = self.parser.dropped_oversized.val();
         self.cnt_malformed.next = self.parser.dropped_malformed.val();
         self.cnt_not_tcp.next = self.parser.dropped_not_tcp.val();
-        self.cnt_not_for_us.next = self.not_for_us.q.val();
-        self.cnt_to_firmware.next = self.to_firmware.q.val();
-        self.cnt_out_of_order.next = self.out_of_order.q.val();
-        self.cnt_duplicates.next = self.duplicates.q.val();
-        self.cnt_acks_sent.next = self.acks_sent.q.val();
-        self.cnt_fpdus_in.next = self.fpdus_in.q.val();
-        self.cnt_fpdus_out.next = self.fpdus_out.q.val();
-        self.cnt_crc_errors.next = self.crc_errors.q.val();
-        self.cnt_length_errors.next = self.length_errors.q.val();
-        self.cnt_host_refused.next = self.host_refused.q.val();
+        self.cnt_not_for_us.next = self.not_for_us.count.val();
+        self.cnt_to_firmware.next = self.to_firmware.count.val();
+        self.cnt_out_of_order.next = self.out_of_order.count.val();
+        self.cnt_duplicates.next = self.duplicates.count.val();
+        self.cnt_acks_sent.next = self.acks_sent.count.val();
+        self.cnt_fpdus_in.next = self.fpdus_in.count.val();
+        self.cnt_fpdus_out.next = self.fpdus_out.count.val();
+        self.cnt_crc_errors.next = self.crc_errors.count.val();
+        self.cnt_length_errors.next = self.length_errors.count.val();
+        self.cnt_host_refused.next = self.host_refused.count.val();
         self.cnt_insert_full.next = self.flows.insert_full_count.val();
         self.tick.next = self.ticks.q.val();
     }

@@ -1,9 +1,10 @@
 //! The block RAMs against a software memory: random reads and writes (never a read of
-//! the word a write lands on, which is undefined), on both simulators in lock step.
+//! the word a write lands on, which is undefined) and random output-register enables,
+//! on both simulators in lock step.
 
 use std::collections::HashMap;
 
-use iwnic_hdl::block_ram::{BlockRam, WriteRegisteredRam};
+use iwnic_hdl::block_ram::{BlockRam, OutputRegisteredRam, WriteRegisteredRam};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rust_hdl::prelude::Bits;
@@ -19,11 +20,20 @@ mod plain {
     }
 }
 
+mod output_registered {
+    use super::*;
+    crate::dut::dut! {
+        OutputRegisteredRam<Bits<40>, 5>, verilated as "output_registered_ram",
+        inputs { read_address, read_enable, output_enable, write_address, write_data, write_enable }
+        outputs { read_data }
+    }
+}
+
 mod registered {
     use super::*;
     crate::dut::dut! {
         WriteRegisteredRam<Bits<40>, 5>, verilated as "write_registered_ram",
-        inputs { read_address, read_enable, write_address, write_data, write_enable }
+        inputs { read_address, read_enable, output_enable, write_address, write_data, write_enable }
         outputs { read_data, writing }
     }
 }
@@ -33,15 +43,22 @@ mod registered {
 struct Op {
     read: Option<u64>,
     write: Option<(u64, u64)>,
+    /// The output register loads (RAMs that have one).
+    output_enable: bool,
 }
 
 /// Random operations and the reference: a write presented at cycle `t` lands at the
 /// edge ending cycle `t + latency`; a read at cycle `t` returns, from cycle `t + 1` on,
-/// the word as it was before that edge's write.
+/// the word as it was before that edge's write, or with an output register, loads the
+/// read latch with it and the output register shows the latch from the first cycle
+/// after an `output_enable` edge.
 struct RamBench {
     ops: Vec<Op>,
     cycle: usize,
     write_latency: usize,
+    output_register: bool,
+    /// The read latch of a RAM with an output register.
+    latch: Option<u64>,
     memory: HashMap<u64, u64>,
     /// Writes presented and not landed yet: (landing cycle, address, data).
     in_flight: Vec<(usize, u64, u64)>,
@@ -50,11 +67,14 @@ struct RamBench {
 }
 
 impl RamBench {
-    fn new(write_latency: usize, seed: u64) -> Self {
+    fn new(write_latency: usize, output_register: bool, seed: u64) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut ops: Vec<Op> = Vec::new();
         for t in 0..4000_usize {
-            let mut op = Op::default();
+            let mut op = Op {
+                output_enable: !output_register || rng.gen_bool(0.7),
+                ..Op::default()
+            };
             if rng.gen_bool(0.6) {
                 op.write = Some((rng.gen_range(0..32), rng.gen::<u64>() & 0xFF_FFFF_FFFF));
             }
@@ -77,6 +97,8 @@ impl RamBench {
             ops,
             cycle: 0,
             write_latency,
+            output_register,
+            latch: None,
             memory: HashMap::new(),
             in_flight: Vec::new(),
             expected: None,
@@ -84,11 +106,12 @@ impl RamBench {
         }
     }
 
-    fn inputs_of(op: &Op) -> [u64; 5] {
+    fn inputs_of(op: &Op) -> [u64; 6] {
         let (write_address, write_data) = op.write.unwrap_or_default();
         [
             op.read.unwrap_or_default(),
             u64::from(op.read.is_some()),
+            u64::from(op.output_enable),
             write_address,
             write_data,
             u64::from(op.write.is_some()),
@@ -102,8 +125,18 @@ impl RamBench {
             self.reads_checked += 1;
         }
         let op = self.ops[self.cycle];
-        if let Some(address) = op.read {
-            self.expected = Some(self.memory.get(&address).copied().unwrap_or_default());
+        let word = op
+            .read
+            .map(|address| self.memory.get(&address).copied().unwrap_or_default());
+        if self.output_register {
+            if op.output_enable {
+                self.expected = self.latch;
+            }
+            if word.is_some() {
+                self.latch = word;
+            }
+        } else if word.is_some() {
+            self.expected = word;
         }
         if let Some((address, data)) = op.write {
             self.in_flight
@@ -120,7 +153,7 @@ impl RamBench {
 
 impl Bench<plain::Inputs, plain::Outputs> for RamBench {
     fn inputs(&mut self) -> Option<plain::Inputs> {
-        let [read_address, read_enable, write_address, write_data, write_enable] =
+        let [read_address, read_enable, _, write_address, write_data, write_enable] =
             Self::inputs_of(self.ops.get(self.cycle)?);
         Some(plain::Inputs {
             read_address,
@@ -135,13 +168,32 @@ impl Bench<plain::Inputs, plain::Outputs> for RamBench {
     }
 }
 
+impl Bench<output_registered::Inputs, output_registered::Outputs> for RamBench {
+    fn inputs(&mut self) -> Option<output_registered::Inputs> {
+        let [read_address, read_enable, output_enable, write_address, write_data, write_enable] =
+            Self::inputs_of(self.ops.get(self.cycle)?);
+        Some(output_registered::Inputs {
+            read_address,
+            read_enable,
+            output_enable,
+            write_address,
+            write_data,
+            write_enable,
+        })
+    }
+    fn outputs(&mut self, _: &output_registered::Inputs, outputs: &output_registered::Outputs) {
+        self.step(outputs.read_data);
+    }
+}
+
 impl Bench<registered::Inputs, registered::Outputs> for RamBench {
     fn inputs(&mut self) -> Option<registered::Inputs> {
-        let [read_address, read_enable, write_address, write_data, write_enable] =
+        let [read_address, read_enable, output_enable, write_address, write_data, write_enable] =
             Self::inputs_of(self.ops.get(self.cycle)?);
         Some(registered::Inputs {
             read_address,
             read_enable,
+            output_enable,
             write_address,
             write_data,
             write_enable,
@@ -161,7 +213,7 @@ impl Bench<registered::Inputs, registered::Outputs> for RamBench {
 
 #[test]
 fn block_ram_matches_a_memory() {
-    let mut bench = RamBench::new(0, 0xB7A1);
+    let mut bench = RamBench::new(0, false, 0xB7A1);
     lockstep(
         &mut plain::RustHdl::new(BlockRam::default()),
         &mut plain::Verilated::new(BlockRam::default()),
@@ -171,8 +223,19 @@ fn block_ram_matches_a_memory() {
 }
 
 #[test]
+fn output_registered_ram_reads_through_its_two_stages() {
+    let mut bench = RamBench::new(0, true, 0xB7A3);
+    lockstep(
+        &mut output_registered::RustHdl::new(OutputRegisteredRam::default()),
+        &mut output_registered::Verilated::new(OutputRegisteredRam::default()),
+        &mut bench,
+    );
+    assert!(bench.reads_checked > 2000);
+}
+
+#[test]
 fn write_registered_ram_lands_writes_a_cycle_later() {
-    let mut bench = RamBench::new(1, 0xB7A2);
+    let mut bench = RamBench::new(1, true, 0xB7A2);
     lockstep(
         &mut registered::RustHdl::new(WriteRegisteredRam::default()),
         &mut registered::Verilated::new(WriteRegisteredRam::default()),

@@ -8,6 +8,7 @@ mod synth;
 
 mod block_ram;
 mod crc32c;
+mod event_counter;
 mod flow_table;
 mod lint;
 mod mpa_rx;
