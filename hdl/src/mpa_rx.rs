@@ -118,9 +118,23 @@ pub struct MpaRxDelineator {
     /// The three CRC updates a beat can need, computed side by side so that decoding
     /// the word roles (from ULPDU_Length) is not in series with the XOR matrices: both
     /// words of one FPDU, the low word alone, and the high word alone starting an FPDU.
+    /// The update is linear, `S·state ⊕ D·data`, so the data's share is computed in
+    /// stage 0 (`crc_data_*`, registered in `s0_crc_*`) and only the state's share runs
+    /// on the loop (`crc_both`, `crc_low`: data tied to zero); the high word starting
+    /// an FPDU starts from the initial value, so all of it is stage 0's.
     crc_both: Crc32cStep,
     crc_low: Crc32cStep,
-    crc_high: Crc32cStep,
+    crc_data_both: Crc32cStep,
+    crc_data_low: Crc32cStep,
+    crc_data_high: Crc32cStep,
+    s0_crc_both: DFF<Bits<32>>,
+    s0_crc_low: DFF<Bits<32>>,
+    s0_crc_high: DFF<Bits<32>>,
+    /// The CRC register after both words / the low word of the stage-1 beat.
+    crc_after_both: Signal<Local, Bits<32>>,
+    crc_after_low: Signal<Local, Bits<32>>,
+    crc_zero: Constant<Bits<32>>,
+    data_zero: Constant<Bits<64>>,
     /// After word 0 / word 1 the next word is a CRC word (found by comparing lengths
     /// and counts, not by the subtractions that update `words_left`).
     crc_next1: Signal<Local, Bit>,
@@ -327,7 +341,16 @@ impl Default for MpaRxDelineator {
             busy: Default::default(),
             crc_both: Crc32cStep::new(StepWidths::Words),
             crc_low: Crc32cStep::new(StepWidths::Words),
-            crc_high: Crc32cStep::new(StepWidths::Words),
+            crc_data_both: Crc32cStep::new(StepWidths::Words),
+            crc_data_low: Crc32cStep::new(StepWidths::Words),
+            crc_data_high: Crc32cStep::new(StepWidths::Words),
+            s0_crc_both: Default::default(),
+            s0_crc_low: Default::default(),
+            s0_crc_high: Default::default(),
+            crc_after_both: Default::default(),
+            crc_after_low: Default::default(),
+            crc_zero: Constant::new(0_u64.into()),
+            data_zero: Constant::new(0_u64.into()),
             crc_next1: Default::default(),
             crc_next2: Default::default(),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
@@ -471,6 +494,9 @@ impl Logic for MpaRxDelineator {
             len1_over,
             len0_zero,
             len1_zero,
+            s0_crc_both,
+            s0_crc_low,
+            s0_crc_high,
             w0_valid,
             w1_valid,
             partial,
@@ -552,7 +578,19 @@ impl Logic for MpaRxDelineator {
         if self.in_len0.val().get_bits::<2>(0) == 3 {
             self.in_body0.next = (self.in_len0.val() >> 2) + 1;
         }
+        self.crc_data_both.state.next = self.crc_zero.val();
+        self.crc_data_both.data.next = self.in_data.val();
+        self.crc_data_both.keep.next = self.keep_all.val();
+        self.crc_data_low.state.next = self.crc_zero.val();
+        self.crc_data_low.data.next = self.in_data.val();
+        self.crc_data_low.keep.next = self.keep_low_word.val();
+        self.crc_data_high.state.next = self.crc_init.val();
+        self.crc_data_high.data.next = self.in_data.val() >> 32;
+        self.crc_data_high.keep.next = self.keep_low_word.val();
         if self.s0_load.val() {
+            self.s0_crc_both.d.next = self.crc_data_both.next_state.val();
+            self.s0_crc_low.d.next = self.crc_data_low.next_state.val();
+            self.s0_crc_high.d.next = self.crc_data_high.next_state.val();
             self.s0_valid.d.next = self.in_valid.val();
             self.s0_data.d.next = self.in_data.val();
             self.s0_last.d.next = self.in_last.val();
@@ -639,14 +677,13 @@ impl Logic for MpaRxDelineator {
         // Between FPDUs the register holds the initial value, so an FPDU starting at
         // word 0 continues from it like any other beat, with no choice on the loop.
         self.crc_both.state.next = self.crc_state.q.val();
-        self.crc_both.data.next = self.s0_data.q.val();
+        self.crc_both.data.next = self.data_zero.val();
         self.crc_both.keep.next = self.keep_all.val();
         self.crc_low.state.next = self.crc_state.q.val();
-        self.crc_low.data.next = self.s0_data.q.val();
+        self.crc_low.data.next = self.data_zero.val();
         self.crc_low.keep.next = self.keep_low_word.val();
-        self.crc_high.state.next = self.crc_init.val();
-        self.crc_high.data.next = self.s0_data.q.val() >> 32;
-        self.crc_high.keep.next = self.keep_low_word.val();
+        self.crc_after_both.next = self.crc_both.next_state.val() ^ self.s0_crc_both.q.val();
+        self.crc_after_low.next = self.crc_low.next_state.val() ^ self.s0_crc_low.q.val();
         // The CRC field is sent least significant byte first: it is the word as it
         // stands in a little-endian beat. Word 0 is compared here, with the register;
         // word 1, against the CRC after word 0, in stage 2.
@@ -814,16 +851,16 @@ impl Logic for MpaRxDelineator {
         if self.take.val() {
             self.prev.d.next = self.s0_data.q.val();
             if self.w0_valid.q.val() {
-                self.crc_state.d.next = self.crc_low.next_state.val();
+                self.crc_state.d.next = self.crc_after_low.val();
                 if self.w0_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
                     if self.w1_valid.q.val() {
-                        self.crc_state.d.next = self.crc_high.next_state.val();
+                        self.crc_state.d.next = self.s0_crc_high.q.val();
                     }
                 } else if self.w1_valid.q.val() & self.w1_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
                 } else if self.w1_valid.q.val() {
-                    self.crc_state.d.next = self.crc_both.next_state.val();
+                    self.crc_state.d.next = self.crc_after_both.val();
                 }
             }
             if self.w0_valid.q.val() {
@@ -863,7 +900,7 @@ impl Logic for MpaRxDelineator {
             self.s2_ok0.d.next = self.crc_ok0.val();
             self.s2_w1_check.d.next =
                 self.w1_valid.q.val() & self.w1_crc.val() & !self.too_long0.val();
-            self.s2_crc_after_w0.d.next = self.crc_low.next_state.val();
+            self.s2_crc_after_w0.d.next = self.crc_after_low.val();
             self.s2_word1.d.next = self.s0_data.q.val().get_bits::<32>(32);
             self.s2_length_error.d.next =
                 self.too_long0.val() | self.too_long1.val() | self.unended.val();

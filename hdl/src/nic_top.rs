@@ -424,6 +424,19 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // The controller.
     control: DFF<Control>,
+    /// `control` is in the state named (one-hot copies of its states that write
+    /// contexts, loaded from its next value).
+    at_clear: DFF<Bit>,
+    at_cmd_act: DFF<Bit>,
+    at_rx_decide: DFF<Bit>,
+    at_rx_mpa_drain: DFF<Bit>,
+    at_tx_decide: DFF<Bit>,
+    /// `w_misc` with the failed bit set.
+    w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
+    /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
+    /// expected, no RST), and the sequence numbers it leaves.
+    rx_datapath: Signal<Local, Bit>,
+    rx_new_seqs: Signal<Local, Bits<96>>,
     /// Counts contexts cleared after reset.
     clear_index: DFF<Bits<17>>,
     /// The context being worked on: its index (the RAMs' address) and working copy.
@@ -549,6 +562,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             w_window,
             w_payload_len,
             control,
+            at_clear,
+            at_cmd_act,
+            at_rx_decide,
+            at_rx_mpa_drain,
+            at_tx_decide,
             clear_index,
             ctx_addr,
             w_tuple,
@@ -776,6 +794,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.in_order.q.val() {
             self.new_rcv_nxt.next = self.rcv_after_payload.q.val();
         }
+        self.rx_new_seqs.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
+            | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
+            | bit_cast::<96, 32>(self.new_rcv_nxt.val());
+        self.rx_datapath.next = self.ctx_misc.read_data.val().get_bit(51)
+            & !self.ctx_misc.read_data.val().get_bit(49)
+            & !self.w_seg_flags.q.val().get_bit(2);
+        self.w_misc_failed.next =
+            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
         if self.w_seg_flags.q.val().get_bit(4) {
             self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
@@ -950,10 +976,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // ---- The controller ----
         match self.control.q.val() {
             Control::Clear => {
-                self.ctx_misc.write_address.next =
-                    bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
-                self.ctx_misc.write_data.next = 0.into();
-                self.ctx_misc.write_enable.next = self.clear_range.in_range.val();
                 if self.clear_range.in_range.val() {
                     self.clear_index.d.next = self.clear_index.q.val() + 1;
                 } else if !self.flows.busy.val() {
@@ -1025,18 +1047,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.done_q.d.next = true;
                 self.status_q.d.next = self.ctx_misc.read_data.val().get_bit(51);
                 if self.cmd_op.q.val() == 0 {
-                    // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
-                    self.ctx_tuple.write_enable.next = true;
-                    self.ctx_macs.write_enable.next = true;
-                    self.ctx_seqs.write_enable.next = true;
-                    self.ctx_misc.write_enable.next = true;
-                    if self.ctx_misc.read_data.val().get_bit(51)
-                        & self.ctx_misc.read_data.val().get_bit(50)
-                        & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
-                    {
-                        self.ctx_misc.write_data.next =
-                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
-                    }
                     self.flows.cmd_valid.next = true;
                     self.done_q.d.next = false;
                     self.control.d.next = Control::CmdTable;
@@ -1048,8 +1058,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.rd_misc.d.next = self.ctx_misc.read_data.val();
                 }
                 if (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51) {
-                    self.ctx_misc.write_data.next = 0.into();
-                    self.ctx_misc.write_enable.next = true;
                     self.flows.cmd_valid.next = true;
                     self.done_q.d.next = false;
                     self.control.d.next = Control::CmdTable;
@@ -1100,9 +1108,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             Control::RxDecide => {
                 self.w_tuple.d.next = self.ctx_tuple.read_data.val();
                 self.w_macs.d.next = self.ctx_macs.read_data.val();
-                self.w_seqs.d.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
-                    | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                    | bit_cast::<96, 32>(self.new_rcv_nxt.val());
+                self.w_seqs.d.next = self.rx_new_seqs.val();
                 self.w_misc.d.next = self.new_misc.q.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
@@ -1111,19 +1117,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.max_ulpdu.d.next =
                         ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
                 }
-                if !self.ctx_misc.read_data.val().get_bit(51)
-                    | self.ctx_misc.read_data.val().get_bit(49)
-                    | self.w_seg_flags.q.val().get_bit(2)
-                {
+                if !self.rx_datapath.val() {
                     self.control.d.next = Control::RxFirmwareStart;
                 } else {
-                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.new_snd_una.val())
-                        << 64)
-                        | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
-                        | bit_cast::<96, 32>(self.new_rcv_nxt.val());
-                    self.ctx_seqs.write_enable.next = true;
-                    self.ctx_misc.write_data.next = self.new_misc.q.val();
-                    self.ctx_misc.write_enable.next = true;
                     if self.duplicate.q.val() {
                         self.duplicates.increment.next = true;
                     }
@@ -1159,11 +1155,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
                     self.control.d.next = Control::RxAck;
                     if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
-                        self.w_misc.d.next =
-                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
-                        self.ctx_misc.write_data.next =
-                            self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
-                        self.ctx_misc.write_enable.next = true;
+                        self.w_misc.d.next = self.w_misc_failed.val();
                         if self.mpa_rx.crc_error.val() {
                             self.crc_errors.increment.next = true;
                         } else {
@@ -1216,11 +1208,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.host_refused.increment.next = true;
                     self.control.d.next = Control::TxDrop;
                 } else {
-                    self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val())
-                        << 64)
-                        | (bit_cast::<96, 32>(self.new_snd_nxt.q.val()) << 32)
-                        | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
-                    self.ctx_seqs.write_enable.next = true;
                     self.w_tuple.d.next = self.ctx_tuple.read_data.val();
                     self.w_macs.d.next = self.ctx_macs.read_data.val();
                     self.w_seqs.d.next = self.ctx_seqs.read_data.val();
@@ -1250,6 +1237,55 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.control.d.next = Control::Idle;
                 }
             }
+        }
+
+        // Context writes, decided from state flags registered from `control`'s next
+        // value, so a write's data selection starts at a flip-flop: the state decode
+        // fanned out to the ~340 write-data bits was nic_top's critical path.
+        if self.at_clear.q.val() {
+            self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
+            self.ctx_misc.write_data.next = 0.into();
+            self.ctx_misc.write_enable.next = self.clear_range.in_range.val();
+        }
+        if self.at_cmd_act.q.val() & (self.cmd_op.q.val() == 0) {
+            self.ctx_tuple.write_enable.next = true;
+            self.ctx_macs.write_enable.next = true;
+            self.ctx_seqs.write_enable.next = true;
+            self.ctx_misc.write_enable.next = true;
+            // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
+            if self.ctx_misc.read_data.val().get_bit(51)
+                & self.ctx_misc.read_data.val().get_bit(50)
+                & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
+            {
+                self.ctx_misc.write_data.next = self.w_misc_failed.val();
+            }
+        }
+        if self.at_cmd_act.q.val()
+            & (self.cmd_op.q.val() == 2)
+            & self.ctx_misc.read_data.val().get_bit(51)
+        {
+            self.ctx_misc.write_data.next = 0.into();
+            self.ctx_misc.write_enable.next = true;
+        }
+        if self.at_rx_decide.q.val() & self.rx_datapath.val() {
+            self.ctx_seqs.write_data.next = self.rx_new_seqs.val();
+            self.ctx_seqs.write_enable.next = true;
+            self.ctx_misc.write_data.next = self.new_misc.q.val();
+            self.ctx_misc.write_enable.next = true;
+        }
+        if self.at_rx_mpa_drain.q.val()
+            & !self.mpa_slice.out_valid.val()
+            & !self.mpa_rx.busy.val()
+            & (self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val())
+        {
+            self.ctx_misc.write_data.next = self.w_misc_failed.val();
+            self.ctx_misc.write_enable.next = true;
+        }
+        if self.at_tx_decide.q.val() & !self.tx_refused.q.val() {
+            self.ctx_seqs.write_data.next = (bit_cast::<96, 32>(self.seq_snd_una.val()) << 64)
+                | (bit_cast::<96, 32>(self.new_snd_nxt.q.val()) << 32)
+                | bit_cast::<96, 32>(self.seq_rcv_nxt.val());
+            self.ctx_seqs.write_enable.next = true;
         }
 
         // A block RAM read of the word being written is undefined (`BlockRam`). The
@@ -1301,6 +1337,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
         }
+
+        self.at_clear.d.next = self.control.d.val() == Control::Clear;
+        self.at_cmd_act.d.next = self.control.d.val() == Control::CmdAct;
+        self.at_rx_decide.d.next = self.control.d.val() == Control::RxDecide;
+        self.at_rx_mpa_drain.d.next = self.control.d.val() == Control::RxMpaDrain;
+        self.at_tx_decide.d.next = self.control.d.val() == Control::TxDecide;
 
         // Outputs.
         self.ctx_done.next = self.done_q.q.val();
