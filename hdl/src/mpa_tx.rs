@@ -50,9 +50,11 @@ pub enum FramerPhase {
 /// bubbles: with input waiting and `fpdu_ready` high it carries a beat every cycle,
 /// back to back across FPDUs, so the output link runs at 8 bytes/cycle.
 ///
-/// **Timing**: the output is registered; `ulpdu_ready` is combinational from
-/// `fpdu_ready` (one gate, as in a plain pipeline register). The longest path is the
-/// 8-byte CRC matrix into the CRC register. Synchronous active-high `reset`.
+/// **Timing**: two stages. Stage 0 registers the input beat, masked by its `keep`, with
+/// its bytes' share of the CRC; stage 1 adds the state's share, builds the output beat
+/// and registers it. A beat leaves two cycles after it is taken. `ulpdu_ready` is
+/// combinational from `fpdu_ready` (a few gates, as in a plain pipeline register).
+/// Synchronous active-high `reset`.
 #[derive(Clone, Debug, LogicBlock)]
 pub struct MpaTxFramer {
     pub clock: Signal<In, Clock>,
@@ -69,24 +71,48 @@ pub struct MpaTxFramer {
     pub fpdu_valid: Signal<Out, Bit>,
     pub fpdu_ready: Signal<In, Bit>,
     /// Every beat the FPDU covers is 0, 4 or 8 bytes (it starts on a beat and its covered
-    /// part is a multiple of 4), so two matrices suffice.
+    /// part is a multiple of 4), so two matrices suffice. The update is linear,
+    /// `S·state ⊕ D·data`: the share of the ULPDU bytes (`kept`, at bytes 2..8 of the
+    /// output beat) is computed in stage 0 (`crc_data_*`, registered in `s0_crc_*`), so
+    /// the loop in stage 1 runs only the state's share and that of the two lead bytes
+    /// (`crc_step`, `crc_step_low`).
     crc_step: Crc32cStep,
+    crc_step_low: Crc32cStep,
+    crc_data_both: Crc32cStep,
+    crc_data_low: Crc32cStep,
     crc_init: Constant<Bits<32>>,
+    crc_zero: Constant<Bits<32>>,
     keep_none: Constant<Bits<8>>,
     keep_low_word: Constant<Bits<8>>,
     keep_all: Constant<Bits<8>>,
+    /// Stage 0 takes an input beat this cycle (it is empty or stage 1 takes its beat).
+    s0_load: Signal<Local, Bit>,
+    /// `ulpdu_data` with the bytes outside `ulpdu_keep` zeroed: they become PAD.
+    in_kept: Signal<Local, Bits<64>>,
+    /// Stage 0: the input beat, masked, with what stage 1 needs of its `keep`.
+    s0_valid: DFF<Bit>,
+    s0_kept: DFF<Bits<64>>,
+    s0_last: DFF<Bit>,
+    s0_len: DFF<Bits<16>>,
+    /// The beat holds 3 or more / 7 or more bytes (`keep` bits 2 and 6).
+    s0_three: DFF<Bit>,
+    s0_seven: DFF<Bit>,
+    s0_crc_both: DFF<Bits<32>>,
+    s0_crc_low: DFF<Bits<32>>,
     /// The output register takes a new beat (or empties) this cycle.
     load: Signal<Local, Bit>,
-    /// An input beat is taken this cycle.
+    /// Stage 1 takes the stage-0 beat this cycle.
     take: Signal<Local, Bit>,
-    /// `ulpdu_data` with the bytes outside `ulpdu_keep` zeroed: they become PAD.
-    kept: Signal<Local, Bits<64>>,
     /// The two FPDU bytes just before this input beat's bytes: the header on the first
     /// beat, else the top two bytes of the previous beat.
     lead: Signal<Local, Bits<16>>,
     /// The output beat built from `lead` and `kept`.
     joined: Signal<Local, Bits<64>>,
+    /// The CRC register after this cycle's output beat: all 8 bytes, or the low word.
+    crc_after_both: Signal<Local, Bits<32>>,
+    crc_after_low: Signal<Local, Bits<32>>,
     /// The CRC field if the FPDU ends with this cycle's output beat.
+    crc_next: Signal<Local, Bits<32>>,
     crc_field: Signal<Local, Bits<32>>,
     phase: DFF<FramerPhase>,
     carry: DFF<Bits<16>>,
@@ -117,15 +143,31 @@ impl Default for MpaTxFramer {
             fpdu_valid: Default::default(),
             fpdu_ready: Default::default(),
             crc_step: Crc32cStep::new(StepWidths::Words),
+            crc_step_low: Crc32cStep::new(StepWidths::Words),
+            crc_data_both: Crc32cStep::new(StepWidths::Words),
+            crc_data_low: Crc32cStep::new(StepWidths::Words),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
+            crc_zero: Constant::new(0_u64.into()),
             keep_none: Constant::new(0x00.into()),
             keep_low_word: Constant::new(0x0F.into()),
             keep_all: Constant::new(0xFF.into()),
+            s0_load: Default::default(),
+            in_kept: Default::default(),
+            s0_valid: Default::default(),
+            s0_kept: Default::default(),
+            s0_last: Default::default(),
+            s0_len: Default::default(),
+            s0_three: Default::default(),
+            s0_seven: Default::default(),
+            s0_crc_both: Default::default(),
+            s0_crc_low: Default::default(),
             load: Default::default(),
             take: Default::default(),
-            kept: Default::default(),
             lead: Default::default(),
             joined: Default::default(),
+            crc_after_both: Default::default(),
+            crc_after_low: Default::default(),
+            crc_next: Default::default(),
             crc_field: Default::default(),
             phase: Default::default(),
             carry: Default::default(),
@@ -145,6 +187,14 @@ impl Logic for MpaTxFramer {
         dff_setup!(
             self,
             clock,
+            s0_valid,
+            s0_kept,
+            s0_last,
+            s0_len,
+            s0_three,
+            s0_seven,
+            s0_crc_both,
+            s0_crc_low,
             phase,
             carry,
             tail_has_data,
@@ -155,46 +205,72 @@ impl Logic for MpaTxFramer {
             out_valid
         );
         self.load.next = !self.out_valid.q.val() | self.fpdu_ready.val();
-        self.ulpdu_ready.next =
-            self.load.val() & (self.phase.q.val() != FramerPhase::Tail) & !self.reset.val();
-        self.take.next = self.ulpdu_valid.val() & self.ulpdu_ready.val();
+        self.take.next =
+            self.s0_valid.q.val() & self.load.val() & (self.phase.q.val() != FramerPhase::Tail);
+        self.s0_load.next = !self.s0_valid.q.val() | self.take.val();
+        self.ulpdu_ready.next = self.s0_load.val() & !self.reset.val();
 
+        // Stage 0: the input beat masked, and its bytes' share of the CRC.
         match self.ulpdu_keep.val().index() {
-            1 => self.kept.next = bit_cast::<64, 8>(self.ulpdu_data.val().get_bits::<8>(0)),
-            3 => self.kept.next = bit_cast::<64, 16>(self.ulpdu_data.val().get_bits::<16>(0)),
-            7 => self.kept.next = bit_cast::<64, 24>(self.ulpdu_data.val().get_bits::<24>(0)),
-            15 => self.kept.next = bit_cast::<64, 32>(self.ulpdu_data.val().get_bits::<32>(0)),
-            31 => self.kept.next = bit_cast::<64, 40>(self.ulpdu_data.val().get_bits::<40>(0)),
-            63 => self.kept.next = bit_cast::<64, 48>(self.ulpdu_data.val().get_bits::<48>(0)),
-            127 => self.kept.next = bit_cast::<64, 56>(self.ulpdu_data.val().get_bits::<56>(0)),
-            255 => self.kept.next = self.ulpdu_data.val(),
-            _ => self.kept.next = 0_u64.into(),
+            1 => self.in_kept.next = bit_cast::<64, 8>(self.ulpdu_data.val().get_bits::<8>(0)),
+            3 => self.in_kept.next = bit_cast::<64, 16>(self.ulpdu_data.val().get_bits::<16>(0)),
+            7 => self.in_kept.next = bit_cast::<64, 24>(self.ulpdu_data.val().get_bits::<24>(0)),
+            15 => self.in_kept.next = bit_cast::<64, 32>(self.ulpdu_data.val().get_bits::<32>(0)),
+            31 => self.in_kept.next = bit_cast::<64, 40>(self.ulpdu_data.val().get_bits::<40>(0)),
+            63 => self.in_kept.next = bit_cast::<64, 48>(self.ulpdu_data.val().get_bits::<48>(0)),
+            127 => self.in_kept.next = bit_cast::<64, 56>(self.ulpdu_data.val().get_bits::<56>(0)),
+            255 => self.in_kept.next = self.ulpdu_data.val(),
+            _ => self.in_kept.next = 0_u64.into(),
         }
+        self.crc_data_both.state.next = self.crc_zero.val();
+        self.crc_data_both.data.next = self.in_kept.val() << 16;
+        self.crc_data_both.keep.next = self.keep_all.val();
+        self.crc_data_low.state.next = self.crc_zero.val();
+        self.crc_data_low.data.next = self.in_kept.val() << 16;
+        self.crc_data_low.keep.next = self.keep_low_word.val();
+        if self.s0_load.val() {
+            self.s0_valid.d.next = self.ulpdu_valid.val();
+            self.s0_kept.d.next = self.in_kept.val();
+            self.s0_last.d.next = self.ulpdu_last.val();
+            self.s0_len.d.next = self.ulpdu_len.val();
+            self.s0_three.d.next = self.ulpdu_keep.val().get_bit(2);
+            self.s0_seven.d.next = self.ulpdu_keep.val().get_bit(6);
+            self.s0_crc_both.d.next = self.crc_data_both.next_state.val();
+            self.s0_crc_low.d.next = self.crc_data_low.next_state.val();
+        }
+
+        // Stage 1: the output beat.
         if self.phase.q.val() == FramerPhase::Start {
             // ULPDU_Length is big-endian: its high byte is FPDU byte 0 (bits 7:0).
-            self.lead.next = (self.ulpdu_len.val() << 8) | (self.ulpdu_len.val() >> 8);
+            self.lead.next = (self.s0_len.q.val() << 8) | (self.s0_len.q.val() >> 8);
         } else {
             self.lead.next = self.carry.q.val();
         }
-        self.joined.next = (self.kept.val() << 16) | bit_cast::<64, 16>(self.lead.val());
+        self.joined.next = (self.s0_kept.q.val() << 16) | bit_cast::<64, 16>(self.lead.val());
 
-        // The CRC covers what this cycle's output beat covers.
+        // The CRC covers what this cycle's output beat covers: the state's and the lead
+        // bytes' share here, the ULPDU bytes' from stage 0 (none in the tail, where the
+        // lead is the carry and no input beat is taken).
         self.crc_step.state.next = self.crc_state.q.val();
-        self.crc_step.data.next = self.joined.val();
+        self.crc_step.data.next = bit_cast::<64, 16>(self.lead.val());
         self.crc_step.keep.next = self.keep_all.val();
+        self.crc_step_low.state.next = self.crc_state.q.val();
+        self.crc_step_low.data.next = bit_cast::<64, 16>(self.lead.val());
+        self.crc_step_low.keep.next = self.keep_low_word.val();
+        self.crc_after_both.next = self.crc_step.next_state.val() ^ self.s0_crc_both.q.val();
+        self.crc_after_low.next = self.crc_step_low.next_state.val() ^ self.s0_crc_low.q.val();
+        self.crc_next.next = self.crc_after_both.val();
         if self.phase.q.val() == FramerPhase::Tail {
-            self.crc_step.data.next = bit_cast::<64, 16>(self.carry.q.val());
+            self.crc_next.next = self.crc_state.q.val();
             if self.tail_has_data.q.val() {
-                self.crc_step.keep.next = self.keep_low_word.val();
-            } else {
-                self.crc_step.keep.next = self.keep_none.val();
+                self.crc_next.next = self.crc_step_low.next_state.val();
             }
-        } else if self.ulpdu_last.val() & !self.ulpdu_keep.val().get_bit(2) {
+        } else if self.s0_last.q.val() & !self.s0_three.q.val() {
             // A last beat of 0..2 bytes: with the 2 lead bytes and PAD it fills the low
             // word, and the CRC fits in the high word of the same beat.
-            self.crc_step.keep.next = self.keep_low_word.val();
+            self.crc_next.next = self.crc_after_low.val();
         }
-        self.crc_field.next = !self.crc_step.next_state.val();
+        self.crc_field.next = !self.crc_next.val();
 
         if self.load.val() {
             self.out_valid.d.next = false;
@@ -204,14 +280,14 @@ impl Logic for MpaTxFramer {
             self.out_data.d.next = self.joined.val();
             self.out_keep.d.next = self.keep_all.val();
             self.out_last.d.next = false;
-            self.carry.d.next = self.kept.val().get_bits::<16>(48);
-            self.crc_state.d.next = self.crc_step.next_state.val();
+            self.carry.d.next = self.s0_kept.q.val().get_bits::<16>(48);
+            self.crc_state.d.next = self.crc_next.val();
             self.phase.d.next = FramerPhase::Body;
-            if self.ulpdu_last.val() {
-                if self.ulpdu_keep.val().get_bit(2) {
+            if self.s0_last.q.val() {
+                if self.s0_three.q.val() {
                     // 3..8 bytes: this beat is all covered bytes; the CRC (after 1-2
                     // leftover bytes and PAD when the beat held 7 or 8) goes next.
-                    self.tail_has_data.d.next = self.ulpdu_keep.val().get_bit(6);
+                    self.tail_has_data.d.next = self.s0_seven.q.val();
                     self.phase.d.next = FramerPhase::Tail;
                 } else {
                     self.out_data.d.next = (bit_cast::<64, 32>(self.crc_field.val()) << 32)
@@ -237,6 +313,7 @@ impl Logic for MpaTxFramer {
             self.phase.d.next = FramerPhase::Start;
         }
         if self.reset.val() {
+            self.s0_valid.d.next = false;
             self.phase.d.next = FramerPhase::Start;
             self.crc_state.d.next = self.crc_init.val();
             self.out_valid.d.next = false;

@@ -213,6 +213,9 @@ pub enum Control {
     CmdRead,
     /// The RAMs put the context out; it is registered.
     CmdLatch,
+    /// The registered context is compared with the command (a register of its own:
+    /// the 96-bit tuple compare is too slow to select write data behind).
+    CmdCheck,
     /// Act on the registered context, and start the flow-table command.
     CmdAct,
     /// Waiting for the flow table's `done`.
@@ -431,6 +434,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     at_rx_decide: DFF<Bit>,
     at_rx_mpa_drain: DFF<Bit>,
     at_tx_decide: DFF<Bit>,
+    /// A context write command rewrites the flow it names, which has failed (valid in
+    /// CmdAct, registered from the context in CmdCheck).
+    rewrite_keeps_failed: DFF<Bit>,
     /// `w_misc` with the failed bit set.
     w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
@@ -567,6 +573,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             at_rx_decide,
             at_rx_mpa_drain,
             at_tx_decide,
+            rewrite_keeps_failed,
             clear_index,
             ctx_addr,
             w_tuple,
@@ -803,6 +810,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.w_misc_failed.next =
             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
+        // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
+        self.rewrite_keeps_failed.d.next = self.ctx_misc.read_data.val().get_bit(51)
+            & self.ctx_misc.read_data.val().get_bit(50)
+            & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val());
         if self.w_seg_flags.q.val().get_bit(4) {
             self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
                 | (self.ctx_misc.read_data.val() & 0xFFFF)
@@ -1040,6 +1051,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::CmdLatch;
             }
             Control::CmdLatch => {
+                self.control.d.next = Control::CmdCheck;
+            }
+            Control::CmdCheck => {
                 self.control.d.next = Control::CmdAct;
             }
             Control::CmdAct => {
@@ -1252,11 +1266,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.ctx_macs.write_enable.next = true;
             self.ctx_seqs.write_enable.next = true;
             self.ctx_misc.write_enable.next = true;
-            // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
-            if self.ctx_misc.read_data.val().get_bit(51)
-                & self.ctx_misc.read_data.val().get_bit(50)
-                & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val())
-            {
+            if self.rewrite_keeps_failed.q.val() {
                 self.ctx_misc.write_data.next = self.w_misc_failed.val();
             }
         }
