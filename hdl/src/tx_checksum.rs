@@ -41,12 +41,11 @@
 //! pseudo-header's protocol and length are a register set from the total length.
 //!
 //! **Timing** (`cargo run -p iwnic-hdl --release --example synth_report -- tx_checksum`,
-//! LFE5U-25F-6, out of context): 1,395 LUT4, 996 FF, 2 DP16KD, 108.3 MHz post-route
-//! (110.0 MHz in a run of nearly the same logic: placement varies by a few per cent;
-//! 55.6 MHz with the lane compares and the pseudo-header in the sums' path, and 90.2 MHz
-//! with a combinational `in_ready`, byte-count compares and six-term sums); critical
-//! path: the ring's block RAM clock-to-out into the output register, the next thing to
-//! pipeline.
+//! LFE5U-25F-6, out of context): see the README's figures. It was 108.3 MHz with the
+//! ring read straight into the output register (block RAM's 5.8 ns clock-to-out and
+//! the route to the output register in one cycle); 55.6 MHz with the lane compares and
+//! the pseudo-header in the sums' path, and 90.2 MHz with a combinational `in_ready`,
+//! byte-count compares and six-term sums.
 //!
 //! **Buffer**: one RAM of 512 × 72 bits (data and keep of a beat; two DP16KD at
 //! 512 × 36 on an ECP5) used as a ring. A frame is written from the ring's write pointer; on its last
@@ -55,9 +54,9 @@
 //! 1518 bytes) is not written past beat 190 and its further beats are taken and
 //! discarded, so an oversized frame never blocks the input. The reader takes frames from
 //! the queue and reads their beats in order, replacing lane 0 of beat 3 and lane 1 of
-//! beat 6 when the frame is filled. The RAM read is registered; while the output is
-//! stalled the reader re-reads the same address, so the beat the RAM presents is always
-//! the next one to send.
+//! beat 6 when the frame is filled. A beat goes through the RAM's read latch, its
+//! output register and the output register, each holding while the one after it
+//! stalls; which field a beat takes is chosen when it is read and travels with it.
 //!
 //! **Interface**: 64-bit beats, byte 0 in bits 7:0, `keep` contiguous low bytes (only the
 //! last beat partial), one frame per packet; keep is stored and sent as it came.
@@ -69,14 +68,15 @@
 //! full breaks the interface: it leaves with wrong checksums (never a hang or a lost
 //! frame). The output is registered.
 //!
-//! **Latency**: a frame's first beat is on `out_*` 3 cycles after the cycle its last
-//! beat was taken (pop the queue, read the RAM, output register).
+//! **Latency**: a frame's first beat is on `out_*` 5 cycles after the cycle its last
+//! beat was taken (queued, popped, read into the RAM's latch, its output register,
+//! the output register).
 //! **Throughput**: one beat per cycle in and out. Within a frame the output has no
 //! bubbles while `out_ready` is high. Across frames the output runs back to back when
 //! the next frame was complete by the time the previous one's last beat is read, as it
 //! is for a stream of frames no longer than the ones before them; a back-to-back run of
 //! N frames of B beats each, with the output always ready, has its last output beat
-//! (N + 1)·B + 1 cycles after the first input beat (the input never stalls). The input
+//! (N + 1)·B + 3 cycles after the first input beat (the input never stalls). The input
 //! stalls only when the output falls behind (the two-entry queue or the ring full).
 //!
 //! Synchronous active-high `reset`: empties the ring and the queue, drops the frame being
@@ -84,6 +84,8 @@
 //! clears the counters. Block RAM has no reset and needs none.
 
 use rust_hdl::prelude::*;
+
+use crate::block_ram::OutputRegisteredRam;
 
 /// Longest frame passed on, without FCS (a 1500-byte IPv4 packet and the Ethernet
 /// header). (`#[hdl_gen]` cannot read Rust constants: `update` writes 190, the beats of
@@ -115,8 +117,9 @@ pub struct TxChecksum {
     pub frames_passed: Signal<Out, Bits<32>>,
     /// Oversized frames taken and dropped.
     pub frames_dropped: Signal<Out, Bits<32>>,
-    /// The ring: `{keep, data}` per beat.
-    ring: RAM<Bits<72>, 9>,
+    /// The ring: `{keep, data}` per beat, read through the block RAM's own output
+    /// register.
+    ring: OutputRegisteredRam<Bits<72>, 9>,
     // ---- write side ----
     /// An input beat is taken this cycle.
     take: Signal<Local, Bit>,
@@ -237,7 +240,11 @@ pub struct TxChecksum {
     cur_tcp_fold2: Signal<Local, Bits<16>>,
     // ---- read side ----
     /// The output register takes a new beat (or empties) this cycle.
-    load: Signal<Local, Bit>,
+    free: Signal<Local, Bit>,
+    /// The RAM's output register takes the read latch's beat (or empties) this cycle.
+    b_load: Signal<Local, Bit>,
+    /// A beat is read from the ring this cycle.
+    issue: Signal<Local, Bit>,
     /// The queue's head becomes the frame being read.
     pop: Signal<Local, Bit>,
     pres_next: Signal<Local, Bits<10>>,
@@ -245,18 +252,31 @@ pub struct TxChecksum {
     pres_last: Signal<Local, Bit>,
     ram_data: Signal<Local, Bits<64>>,
     patched: Signal<Local, Bits<64>>,
-    /// Ring position of the beat the RAM puts out this cycle (read the cycle before);
-    /// beats from here on have not been sent.
+    /// Ring position of the next beat to read; beats from here on have not been read.
     pres_ptr: DFF<Bits<10>>,
-    /// That beat belongs to the frame being read.
+    /// The frame being read has beats left to read.
     pres_valid: DFF<Bit>,
-    /// Its index within the frame.
+    /// The index within its frame of the next beat to read.
     pres_beat: DFF<Bits<8>>,
     /// The frame being read: beats, filled, and its checksum fields as lanes.
     cur_beats: DFF<Bits<8>>,
     cur_fill: DFF<Bit>,
     cur_ip_field: DFF<Bits<16>>,
     cur_tcp_field: DFF<Bits<16>>,
+    /// The beat in the RAM's read latch (stage A) and in its output register (stage
+    /// B): there, last in its frame, and the checksum field to write over its lane 0
+    /// (IPv4, beat 3) or lane 1 (TCP, beat 6), chosen when it is read, so the fields
+    /// of the next frame can be computed meanwhile.
+    a_valid: DFF<Bit>,
+    a_last: DFF<Bit>,
+    a_patch_ip: DFF<Bit>,
+    a_patch_tcp: DFF<Bit>,
+    a_field: DFF<Bits<16>>,
+    b_valid: DFF<Bit>,
+    b_last: DFF<Bit>,
+    b_patch_ip: DFF<Bit>,
+    b_patch_tcp: DFF<Bit>,
+    b_field: DFF<Bits<16>>,
     out_data_q: DFF<Bits<64>>,
     out_keep_q: DFF<Bits<8>>,
     out_last_q: DFF<Bit>,
@@ -327,6 +347,16 @@ impl Logic for TxChecksum {
             cur_fill,
             cur_ip_field,
             cur_tcp_field,
+            a_valid,
+            a_last,
+            a_patch_ip,
+            a_patch_tcp,
+            a_field,
+            b_valid,
+            b_last,
+            b_patch_ip,
+            b_patch_tcp,
+            b_field,
             out_data_q,
             out_keep_q,
             out_last_q,
@@ -335,8 +365,7 @@ impl Logic for TxChecksum {
             passed_count,
             dropped_count
         );
-        self.ring.read_clock.next = self.clock.val();
-        self.ring.write_clock.next = self.clock.val();
+        self.ring.clock.next = self.clock.val();
 
         // ---- write side ----
         self.used.next = self.wr_ptr.q.val() - self.pres_ptr.q.val();
@@ -579,46 +608,70 @@ impl Logic for TxChecksum {
         }
 
         // ---- read side ----
-        self.load.next = !self.out_valid_q.q.val() | self.out_ready.val();
+        // Three stages that each hold or move on: the RAM's read latch (A), its output
+        // register (B: block RAM's clock-to-out is 5.8 ns without it, 1.0 ns with it)
+        // and the output register, where the checksum fields are written in. A beat is
+        // read when the frame being read has one left and stage A is free or moves on;
+        // the frame's last beat being read pops the next frame, so frames follow back
+        // to back. The ring is read only at beats of queued (complete) frames, never
+        // where the writer is.
+        self.free.next = !self.out_valid_q.q.val() | self.out_ready.val();
+        self.b_load.next = !self.b_valid.q.val() | self.free.val();
+        self.issue.next = self.pres_valid.q.val() & (!self.a_valid.q.val() | self.b_load.val());
         self.pres_next.next = self.pres_ptr.q.val() + 1;
         self.pres_beat_next.next = self.pres_beat.q.val() + 1;
         self.pres_last.next = self.pres_beat_next.val() == self.cur_beats.q.val();
-        self.ram_data.next = self.ring.read_data.val().get_bits::<64>(0);
-        self.patched.next = self.ram_data.val();
-        if self.cur_fill.q.val() & (self.pres_beat.q.val() == 3) {
-            self.patched.next =
-                ((self.ram_data.val() >> 16) << 16) | bit_cast::<64, 16>(self.cur_ip_field.q.val());
-        }
-        if self.cur_fill.q.val() & (self.pres_beat.q.val() == 6) {
-            self.patched.next = ((self.ram_data.val() >> 32) << 32)
-                | (bit_cast::<64, 16>(self.cur_tcp_field.q.val()) << 16)
-                | bit_cast::<64, 16>(self.ram_data.val().get_bits::<16>(0));
-        }
-        self.pop.next = false;
         self.ring.read_address.next = self.pres_ptr.q.val().get_bits::<9>(0);
-        if self.load.val() {
-            self.out_valid_q.d.next = false;
-        }
-        if self.pres_valid.q.val() {
-            if self.load.val() {
-                self.out_data_q.d.next = self.patched.val();
-                self.out_keep_q.d.next = self.ring.read_data.val().get_bits::<8>(64);
-                self.out_last_q.d.next = self.pres_last.val();
-                self.out_valid_q.d.next = true;
-                self.pres_ptr.d.next = self.pres_next.val();
-                self.pres_beat.d.next = self.pres_beat_next.val();
-                self.ring.read_address.next = self.pres_next.val().get_bits::<9>(0);
-                if self.pres_last.val() {
-                    // The next frame follows in the ring, its first beat read now.
-                    self.pop.next = self.head_valid.val();
-                    self.pres_valid.d.next = self.head_valid.val();
-                    self.pres_beat.d.next = 0.into();
-                }
+        self.ring.read_enable.next = self.issue.val();
+        self.ring.output_enable.next = self.b_load.val();
+        self.pop.next = false;
+        if self.issue.val() {
+            self.a_valid.d.next = true;
+            self.a_last.d.next = self.pres_last.val();
+            self.a_patch_ip.d.next = self.cur_fill.q.val() & (self.pres_beat.q.val() == 3);
+            self.a_patch_tcp.d.next = self.cur_fill.q.val() & (self.pres_beat.q.val() == 6);
+            self.a_field.d.next = self.cur_tcp_field.q.val();
+            if self.pres_beat.q.val() == 3 {
+                self.a_field.d.next = self.cur_ip_field.q.val();
             }
-        } else {
+            self.pres_ptr.d.next = self.pres_next.val();
+            self.pres_beat.d.next = self.pres_beat_next.val();
+            if self.pres_last.val() {
+                self.pop.next = self.head_valid.val();
+                self.pres_valid.d.next = self.head_valid.val();
+                self.pres_beat.d.next = 0.into();
+            }
+        } else if self.b_load.val() {
+            self.a_valid.d.next = false;
+        }
+        if !self.pres_valid.q.val() {
             self.pop.next = self.head_valid.val();
             self.pres_valid.d.next = self.head_valid.val();
             self.pres_beat.d.next = 0.into();
+        }
+        if self.b_load.val() {
+            self.b_valid.d.next = self.a_valid.q.val();
+            self.b_last.d.next = self.a_last.q.val();
+            self.b_patch_ip.d.next = self.a_patch_ip.q.val();
+            self.b_patch_tcp.d.next = self.a_patch_tcp.q.val();
+            self.b_field.d.next = self.a_field.q.val();
+        }
+        self.ram_data.next = self.ring.read_data.val().get_bits::<64>(0);
+        self.patched.next = self.ram_data.val();
+        if self.b_patch_ip.q.val() {
+            self.patched.next =
+                ((self.ram_data.val() >> 16) << 16) | bit_cast::<64, 16>(self.b_field.q.val());
+        }
+        if self.b_patch_tcp.q.val() {
+            self.patched.next = ((self.ram_data.val() >> 32) << 32)
+                | (bit_cast::<64, 16>(self.b_field.q.val()) << 16)
+                | bit_cast::<64, 16>(self.ram_data.val().get_bits::<16>(0));
+        }
+        if self.free.val() {
+            self.out_valid_q.d.next = self.b_valid.q.val();
+            self.out_data_q.d.next = self.patched.val();
+            self.out_keep_q.d.next = self.ring.read_data.val().get_bits::<8>(64);
+            self.out_last_q.d.next = self.b_last.q.val();
         }
         if self.pop.val() {
             self.cur_beats.d.next = self.head_beats.val();
@@ -687,6 +740,8 @@ impl Logic for TxChecksum {
             self.pop_sel.d.next = false;
             self.pres_ptr.d.next = 0.into();
             self.pres_valid.d.next = false;
+            self.a_valid.d.next = false;
+            self.b_valid.d.next = false;
             self.out_valid_q.d.next = false;
             self.filled_count.d.next = 0.into();
             self.passed_count.d.next = 0.into();

@@ -506,7 +506,7 @@ fn tx_checksum_random_frames_under_random_stalls() {
     }
 }
 
-/// Back to back, output always ready: N frames of B beats each end (N + 1)·B + 1
+/// Back to back, output always ready: N frames of B beats each end (N + 1)·B + 3
 /// cycles after the first input beat, and the input never stalls.
 #[test]
 fn tx_checksum_back_to_back_cycle_count() {
@@ -526,7 +526,7 @@ fn tx_checksum_back_to_back_cycle_count() {
         let cycles = bench.last_out.unwrap() - bench.first_in.unwrap();
         assert_eq!(
             cycles,
-            (n as u64 + 1) * beats as u64 + 1,
+            (n as u64 + 1) * beats as u64 + 3,
             "{beats}-beat frames"
         );
         assert_eq!(bench.ready_low, 0, "the input stalled");
@@ -536,7 +536,7 @@ fn tx_checksum_back_to_back_cycle_count() {
         .map(|_| (0..rng.gen_range(1..=8)).map(|_| rng.gen()).collect())
         .collect();
     let (_, bench) = run(&frames, 0.0, 0.0, 51);
-    assert_eq!(bench.last_out.unwrap() - bench.first_in.unwrap(), 21 + 1);
+    assert_eq!(bench.last_out.unwrap() - bench.first_in.unwrap(), 21 + 3);
     assert_eq!(bench.ready_low, 0);
 }
 
