@@ -427,8 +427,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // The controller.
     control: DFF<Control>,
-    /// `control` is in the state named (one-hot copies of its states that write
-    /// contexts, loaded from its next value).
+    /// `control` is in the state named: one-hot copies of the states that write
+    /// contexts, so the write data's selection starts at a flip-flop.
     at_clear: DFF<Bit>,
     at_cmd_act: DFF<Bit>,
     at_rx_decide: DFF<Bit>,
@@ -1253,9 +1253,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
         }
 
-        // Context writes, decided from state flags registered from `control`'s next
-        // value, so a write's data selection starts at a flip-flop: the state decode
-        // fanned out to the ~340 write-data bits was nic_top's critical path.
+        // Context writes, decided from one-hot state flags, so a write's data selection
+        // starts at a flip-flop: the state decode fanned out to the ~340 write-data bits
+        // was nic_top's critical path.
         if self.at_clear.q.val() {
             self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
             self.ctx_misc.write_data.next = 0.into();
@@ -1348,11 +1348,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.tx_source.d.next = TxSource::None;
         }
 
-        self.at_clear.d.next = self.control.d.val() == Control::Clear;
-        self.at_cmd_act.d.next = self.control.d.val() == Control::CmdAct;
-        self.at_rx_decide.d.next = self.control.d.val() == Control::RxDecide;
-        self.at_rx_mpa_drain.d.next = self.control.d.val() == Control::RxMpaDrain;
-        self.at_tx_decide.d.next = self.control.d.val() == Control::TxDecide;
+        // The state flags follow the controller's transitions into and out of their
+        // states (each of these states is entered from one state only), not its
+        // next-state value, so no flag waits behind the next-state logic.
+        self.at_clear.d.next = self.reset.val()
+            | (self.at_clear.q.val() & (self.clear_range.in_range.val() | self.flows.busy.val()));
+        self.at_cmd_act.d.next = (self.control.q.val() == Control::CmdCheck) & !self.reset.val();
+        self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompute) & !self.reset.val();
+        self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
+        self.at_rx_mpa_drain.d.next = !self.reset.val()
+            & (((self.control.q.val() == Control::RxMpaFeed)
+                & self.replay_take.val()
+                & self.replay_is_last.val())
+                | (self.at_rx_mpa_drain.q.val()
+                    & (self.mpa_slice.out_valid.val() | self.mpa_rx.busy.val())));
 
         // Outputs.
         self.ctx_done.next = self.done_q.q.val();
