@@ -3,8 +3,8 @@
 //!
 //! **Organisation**: 2^`SET_BITS` buckets (the block's parameter) of [`WAYS`] ways;
 //! the ECP5 build, [`EcpFlowTable`], has 64 × 4 = 256 entries. Each way is its own
-//! [`OutputRegisteredRam`] (a two-stage read and a write port: block RAM with its own
-//! output register, no collision logic) holding, per bucket,
+//! [`WriteRegisteredRam`] (block RAM with its own output register, a two-stage read,
+//! and a registered write port; no collision logic) holding, per bucket,
 //! `{valid, index[15:0], tuple[95:0]}` (113 bits). A lookup reads all ways of its bucket
 //! at once and compares them in parallel, so the logic is W comparators whatever the
 //! depth: capacity grows only the memories.
@@ -24,8 +24,10 @@
 //! way holding the tuple, or reports `done_missing`.
 //!
 //! **Lookup port** (`lookup_*`): a tuple with valid/ready; `lookup_ready` is low during
-//! reset, the reset clear and the two cycles in which a firmware command reads its bucket
-//! and writes it (block RAM leaves a read of a word being written undefined).
+//! reset, the reset clear, the cycle in which a firmware command reads its bucket and
+//! each cycle in which a write lands (a write is registered: it lands the cycle after
+//! the clear or the command decides it; block RAM leaves a read of a word being
+//! written undefined).
 //! **Fixed latency [`LOOKUP_LATENCY`] (4)**: a tuple taken in cycle t gives
 //! `result_valid` (with `result_hit` and `result_index`) for exactly cycle t + 4; there
 //! is no backpressure on the result. One lookup per cycle otherwise.
@@ -64,7 +66,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::block_ram::OutputRegisteredRam;
+use crate::block_ram::WriteRegisteredRam;
 
 /// Bucket index width of the ECP5 build: 64 buckets, 256 entries.
 pub const ECP5_SET_BITS: usize = 6;
@@ -144,7 +146,7 @@ pub enum TableState {
     Fetch,
     /// The ways are compared with the command's tuple.
     Compare,
-    /// The chosen way is written.
+    /// The chosen way's write is decided (it lands in the next cycle).
     Decide,
 }
 
@@ -179,10 +181,10 @@ pub struct FlowTable<const SET_BITS: usize> {
     pub done_missing: Signal<Out, Bit>,
     /// Inserts that failed on a full bucket since reset.
     pub insert_full_count: Signal<Out, Bits<32>>,
-    way0: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way1: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way2: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
-    way3: OutputRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way0: WriteRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way1: WriteRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way2: WriteRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
+    way3: WriteRegisteredRam<Bits<ENTRY_BITS>, SET_BITS>,
     empty_entry: Constant<Bits<ENTRY_BITS>>,
     last_set: Constant<Bits<SET_BITS>>,
     /// The lookup's tuple, packed.
@@ -221,6 +223,9 @@ pub struct FlowTable<const SET_BITS: usize> {
     /// Stage 3: which ways hold the tuple, their indices, and which ways are in use.
     s3_valid: DFF<Bit>,
     s3_set: DFF<Bits<SET_BITS>>,
+    /// A write lands in a way this cycle (the ways' write ports are registered, so the
+    /// logic choosing a write and the route into the block RAM each have a cycle).
+    writing: Signal<Local, Bit>,
     s3_match_low0: DFF<Bit>,
     s3_match_high0: DFF<Bit>,
     match0: Signal<Local, Bit>,
@@ -306,6 +311,7 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             s2_set: Default::default(),
             s3_valid: Default::default(),
             s3_set: Default::default(),
+            writing: Default::default(),
             s3_match_low0: Default::default(),
             s3_match_high0: Default::default(),
             match0: Default::default(),
@@ -409,12 +415,16 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         }
 
         // Stage 0: read the bucket.
-        // Lookups wait while a command reads its bucket and while the RAMs are written
-        // (the clear, a command's decision): block RAM leaves a read of the word being
-        // written undefined.
+        // Lookups wait while a command reads its bucket and while a write lands (the
+        // clear's, a command's, a cycle after it was decided): block RAM leaves a read
+        // of the word being written undefined.
+        self.writing.next = self.way0.writing.val()
+            | self.way1.writing.val()
+            | self.way2.writing.val()
+            | self.way3.writing.val();
         self.lookup_ready.next = (self.state.q.val() != TableState::Clear)
             & (self.state.q.val() != TableState::Read)
-            & (self.state.q.val() != TableState::Decide)
+            & !self.writing.val()
             & !self.reset.val();
         self.take.next = self.lookup_valid.val() & self.lookup_ready.val();
         // The RAMs read only for a lookup taken or a command's bucket, never a word in
