@@ -61,9 +61,9 @@
 //! late-failed frame, or one the parser drops outright, just frees the bank — this is
 //! where the parser's good bit commits). The controller takes a held frame (its bank
 //! and header fields, since the parser's move on with the next frame), looks the
-//! 4-tuple up in the flow table (latency 4), reads the flow's context (block RAM, then a
-//! register: latency 3 from the index), computes the segment's effects into registers
-//! (one more cycle) and decides as the model does:
+//! 4-tuple up in the flow table (latency 5), reads the flow's context (block RAM's read
+//! latch, then its output register: latency 3 from the index), computes the segment's
+//! effects into registers (one more cycle) and decides as the model does:
 //!
 //! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
@@ -442,6 +442,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     tuple_same2: DFF<Bit>,
     tuple_same3: DFF<Bit>,
     rewrite_keeps_failed: Signal<Local, Bit>,
+    /// In RxLookup: the frame is for this NIC and its lookup waits for the table.
+    lookup_request: DFF<Bit>,
     /// `w_misc` with the failed bit set.
     w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
@@ -590,6 +592,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             at_rx_decide,
             at_rx_mpa_drain,
             at_tx_decide,
+            lookup_request,
             tuple_same0,
             tuple_same1,
             tuple_same2,
@@ -784,7 +787,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.lookup_local_port.next = self.w_dst_port.q.val();
         self.flows.lookup_remote_ip.next = self.w_src_ip.q.val();
         self.flows.lookup_remote_port.next = self.w_src_port.q.val();
-        self.flows.lookup_valid.next = false;
+        // The lookup request is a register (set as RxLookup is entered with a frame for
+        // this NIC, cleared when the table takes it): the table's read enables follow
+        // it into sixteen block RAMs with no decode in front.
+        self.flows.lookup_valid.next = self.lookup_request.q.val();
         if self.cmd_op.q.val() == 2 {
             self.cmd_tuple.next = self.ctx_tuple.read_data.val();
         } else {
@@ -1101,6 +1107,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_seg_flags.d.next = self.parser.seg_flags.val();
                     self.w_window.d.next = self.parser.seg_window.val();
                     self.w_payload_len.d.next = self.parser.seg_payload_len.val();
+                    self.lookup_request.d.next =
+                        self.parser.seg_dst_ip.val() == self.local_ip.val();
                     self.control.d.next = Control::RxLookup;
                 } else if self.host_tx_valid.val() {
                     self.tx_len.d.next = self.host_tx_len.val();
@@ -1156,14 +1164,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxLookup => {
-                if self.w_dst_ip.q.val() != self.local_ip.val() {
+                if !self.lookup_request.q.val() {
                     self.not_for_us.increment.next = true;
                     self.control.d.next = Control::Idle;
-                } else {
-                    self.flows.lookup_valid.next = true;
-                    if self.flows.lookup_ready.val() {
-                        self.control.d.next = Control::RxLookupWait;
-                    }
+                } else if self.flows.lookup_ready.val() {
+                    self.lookup_request.d.next = false;
+                    self.control.d.next = Control::RxLookupWait;
                 }
             }
             Control::RxLookupWait => {
@@ -1402,6 +1408,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.clear_index.d.next = 0.into();
             self.replay_a_valid.d.next = false;
             self.replay_b_valid.d.next = false;
+            self.lookup_request.d.next = false;
             self.in_bank.d.next = false;
             self.ingest.d.next = Ingest::Take;
             self.raw_wr.d.next = 0.into();

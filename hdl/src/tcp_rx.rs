@@ -60,7 +60,7 @@
 //! register can take a beat (`frame_ready` is low while it is full and not read).
 //! Synchronous active-high `reset`.
 //!
-//! **Timing** (`cargo run -p iwnic-hdl --release --example synth_report -- tcp_rx`,
+//! **Timing** (`cargo run --release -- synth --block tcp_rx`,
 //! LFE5U-25F-6, out of context): 1,745 LUT4, 1,051 FF, 0 DP16KD, 134.9 MHz post-route
 //! (was 2,017 LUT4, 722 FF, 53.2 MHz); critical path: the four-lane TCP sum into
 //! `tcp_check`, 27 levels, 7.4 ns.

@@ -40,7 +40,7 @@
 //! are folded the cycle after, two or more cycles before beat 3 is read. The
 //! pseudo-header's protocol and length are a register set from the total length.
 //!
-//! **Timing** (`cargo run -p iwnic-hdl --release --example synth_report -- tx_checksum`,
+//! **Timing** (`cargo run --release -- synth --block tx_checksum`,
 //! LFE5U-25F-6, out of context): see the README's figures. It was 108.3 MHz with the
 //! ring read straight into the output register (block RAM's 5.8 ns clock-to-out and
 //! the route to the output register in one cycle); 55.6 MHz with the lane compares and

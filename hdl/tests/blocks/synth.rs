@@ -2,7 +2,7 @@
 //! LFE5U-25F) end to end on a small design: the generated 4-byte CRC32c matrix between
 //! registers. It proves the flow in ~11 s; the full blocks cost minutes of yosys (its
 //! ABC pass on wide XOR matrices: ~35 s for a single 8-byte matrix, ~95 s for all eight
-//! widths), so their figures come from `examples/synth_report.rs`, run by hand.
+//! widths), so their figures come from `iwnic synth`, run by hand.
 
 use iwnic_hdl::crc32c::{Crc32cStep, StepWidths};
 use iwnic_hdl::synth::synthesize;
