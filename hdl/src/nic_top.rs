@@ -450,8 +450,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// expected, no RST), and the sequence numbers it leaves.
     rx_datapath: Signal<Local, Bit>,
     rx_new_seqs: Signal<Local, Bits<96>>,
-    /// Counts contexts cleared after reset.
+    /// Counts contexts cleared after reset; `clear_index` is below the context count.
     clear_index: DFF<Bits<17>>,
+    clear_in_range: DFF<Bit>,
     /// The context being worked on: its index (the RAMs' address) and working copy.
     ctx_addr: DFF<Bits<16>>,
     w_tuple: DFF<Bits<96>>,
@@ -598,6 +599,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             tuple_same2,
             tuple_same3,
             clear_index,
+            clear_in_range,
             ctx_addr,
             w_tuple,
             w_macs,
@@ -762,7 +764,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.done_q.d.next = false;
         self.cmd_range.index.next = bit_cast::<17, 16>(self.ctx_index.val());
         self.tx_range.index.next = bit_cast::<17, 16>(self.host_tx_index.val());
-        self.clear_range.index.next = self.clear_index.q.val();
 
         self.ctx_tuple.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
         self.ctx_macs.read_address.next = bit_cast::<INDEX_BITS, 16>(self.ctx_addr.q.val());
@@ -1059,7 +1060,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // ---- The controller ----
         match self.control.q.val() {
             Control::Clear => {
-                if self.clear_range.in_range.val() {
+                if self.clear_in_range.q.val() {
                     self.clear_index.d.next = self.clear_index.q.val() + 1;
                 } else if !self.flows.busy.val() {
                     self.control.d.next = Control::Idle;
@@ -1327,7 +1328,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.at_clear.q.val() {
             self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
             self.ctx_misc.write_data.next = 0.into();
-            self.ctx_misc.write_enable.next = self.clear_range.in_range.val();
+            self.ctx_misc.write_enable.next = self.clear_in_range.q.val();
         }
         if self.at_cmd_act.q.val() & (self.cmd_op.q.val() == 0) {
             self.ctx_tuple.write_enable.next = true;
@@ -1418,11 +1419,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.tx_source.d.next = TxSource::None;
         }
 
+        // Whether the next context to clear exists, registered from the next index (a
+        // 17-bit compare in front of the controller's next state was too slow).
+        self.clear_range.index.next = self.clear_index.d.val();
+        self.clear_in_range.d.next = self.clear_range.in_range.val();
+
         // The state flags follow the controller's transitions into and out of their
         // states (each of these states is entered from one state only), not its
         // next-state value, so no flag waits behind the next-state logic.
         self.at_clear.d.next = self.reset.val()
-            | (self.at_clear.q.val() & (self.clear_range.in_range.val() | self.flows.busy.val()));
+            | (self.at_clear.q.val() & (self.clear_in_range.q.val() | self.flows.busy.val()));
         self.at_cmd_act.d.next = (self.control.q.val() == Control::CmdCheck) & !self.reset.val();
         self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompute) & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();

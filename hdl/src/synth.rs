@@ -134,7 +134,7 @@ fn synthesize_in(
 ) -> Result<Report, Error> {
     // The WebAssembly tools see only their working directory: run them there, with
     // relative paths.
-    std::fs::write(dir.join("top.v"), top_verilog)?;
+    std::fs::write(dir.join("top.v"), without_initial_values(top_verilog))?;
     run(Command::new(yosys).current_dir(dir).args([
         "-q",
         "-p",
@@ -162,6 +162,33 @@ fn synthesize_in(
         "report.json",
     ]))?;
     parse_report(&std::fs::read_to_string(dir.join("report.json"))?)
+}
+
+/// `verilog` without the `initial` value RustHDL writes for every flip-flop
+/// (`initial begin q = ...; end`). Simulators need them; the board does not, since the
+/// design resets every register whose value matters (synchronous `reset`; block RAM and
+/// data registers need none), and yosys will not re-encode a state register that has
+/// one: with them, `nic_top`'s 28-state controller stays a binary-encoded 5-bit
+/// register whose decode sat on its critical paths; without them yosys makes it one-hot.
+pub fn without_initial_values(verilog: &str) -> String {
+    let lines: Vec<&str> = verilog.lines().collect();
+    let mut kept = String::with_capacity(verilog.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let is_flip_flop_init = lines.len() - i >= 3
+            && lines[i].trim() == "initial begin"
+            && lines[i + 1].trim().starts_with("q = ")
+            && lines[i + 1].trim().ends_with(';')
+            && lines[i + 2].trim() == "end";
+        if is_flip_flop_init {
+            i += 3;
+            continue;
+        }
+        kept.push_str(lines[i]);
+        kept.push('\n');
+        i += 1;
+    }
+    kept
 }
 
 /// Reads `utilization.<cell>.used` and the lowest `fmax.<clock>.achieved`.
@@ -212,6 +239,19 @@ fn critical_path(report: &serde_json::Value) -> Option<CriticalPath> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drops_only_the_flip_flops_initial_values() {
+        let verilog =
+            "module top$q(d,q,clock);\n    initial begin\n       q = 5'h0;\n    end\n    \
+                       always @(posedge clock) q <= d;\nendmodule\n\
+                       module m(a);\n    initial begin\n       x = 1;\n    end\nendmodule\n";
+        assert_eq!(
+            without_initial_values(verilog),
+            "module top$q(d,q,clock);\n    always @(posedge clock) q <= d;\nendmodule\n\
+             module m(a);\n    initial begin\n       x = 1;\n    end\nendmodule\n"
+        );
+    }
 
     #[test]
     fn finds_the_longest_critical_path() {
