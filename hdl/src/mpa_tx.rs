@@ -11,13 +11,12 @@ use rust_hdl::prelude::*;
 
 use crate::crc32c::{Crc32cStep, StepWidths, CRC32C_INIT};
 
-/// Where the framer is within an FPDU.
+/// Where stage 1 of the framer is within an FPDU.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum FramerPhase {
-    /// Waiting for the first beat of a ULPDU; its `ulpdu_len` becomes the header.
-    Start,
-    /// Inside a ULPDU: each output beat is the two bytes held back from the previous
-    /// beat (or the header) followed by the low six bytes of the current one.
+    /// Taking output beats from stage 0: each is the two bytes held back from the
+    /// previous input beat (or the header) followed by the low six bytes of the current
+    /// one.
     Body,
     /// The ULPDU has ended and one more beat is owed: the CRC, after any ULPDU bytes
     /// that did not fit and their PAD.
@@ -50,9 +49,9 @@ pub enum FramerPhase {
 /// bubbles: with input waiting and `fpdu_ready` high it carries a beat every cycle,
 /// back to back across FPDUs, so the output link runs at 8 bytes/cycle.
 ///
-/// **Timing**: two stages. Stage 0 registers the input beat, masked by its `keep`, with
-/// its bytes' share of the CRC; stage 1 adds the state's share, builds the output beat
-/// and registers it. A beat leaves two cycles after it is taken. `ulpdu_ready` is
+/// **Timing**: two stages. Stage 0 builds the output beat an input beat makes (the
+/// header or the two bytes held back, then the beat's bytes masked by its `keep`) with
+/// its share of the CRC; stage 1 adds the CRC state's share and registers the beat. A beat leaves two cycles after it is taken. `ulpdu_ready` is
 /// combinational from `fpdu_ready` (a few gates, as in a plain pipeline register).
 /// Synchronous active-high `reset`.
 #[derive(Clone, Debug, LogicBlock)]
@@ -72,14 +71,14 @@ pub struct MpaTxFramer {
     pub fpdu_ready: Signal<In, Bit>,
     /// Every beat the FPDU covers is 0, 4 or 8 bytes (it starts on a beat and its covered
     /// part is a multiple of 4), so two matrices suffice. The update is linear,
-    /// `S·state ⊕ D·data`: the share of the ULPDU bytes (`kept`, at bytes 2..8 of the
-    /// output beat) is computed in stage 0 (`crc_data_*`, registered in `s0_crc_*`), so
-    /// the loop in stage 1 runs only the state's share and that of the two lead bytes
-    /// (`crc_step`, `crc_step_low`).
+    /// `S·state ⊕ D·data`: the data's share of each update is computed in stage 0
+    /// (`crc_data_*`, registered in `s0_crc_*`), where the whole output beat is known,
+    /// so the loop in stage 1 runs only the state's share (`crc_step`, `crc_step_low`).
     crc_step: Crc32cStep,
     crc_step_low: Crc32cStep,
     crc_data_both: Crc32cStep,
     crc_data_low: Crc32cStep,
+    crc_data_tail: Crc32cStep,
     crc_init: Constant<Bits<32>>,
     crc_zero: Constant<Bits<32>>,
     keep_none: Constant<Bits<8>>,
@@ -89,25 +88,30 @@ pub struct MpaTxFramer {
     s0_load: Signal<Local, Bit>,
     /// `ulpdu_data` with the bytes outside `ulpdu_keep` zeroed: they become PAD.
     in_kept: Signal<Local, Bits<64>>,
-    /// Stage 0: the input beat, masked, with what stage 1 needs of its `keep`.
+    /// The two FPDU bytes before the input beat's bytes: the header on a ULPDU's first
+    /// beat, else the top two bytes of the beat before; and the output beat they make.
+    in_lead: Signal<Local, Bits<16>>,
+    in_joined: Signal<Local, Bits<64>>,
+    /// The next input beat starts a ULPDU; the top two bytes of the last input beat.
+    in_first: DFF<Bit>,
+    in_carry: DFF<Bits<16>>,
+    /// Stage 0: the output beat the input beat makes, the two bytes it leaves over,
+    /// and what stage 1 needs of its `keep`.
     s0_valid: DFF<Bit>,
-    s0_kept: DFF<Bits<64>>,
+    s0_joined: DFF<Bits<64>>,
+    s0_carry: DFF<Bits<16>>,
     s0_last: DFF<Bit>,
-    s0_len: DFF<Bits<16>>,
     /// The beat holds 3 or more / 7 or more bytes (`keep` bits 2 and 6).
     s0_three: DFF<Bit>,
     s0_seven: DFF<Bit>,
     s0_crc_both: DFF<Bits<32>>,
     s0_crc_low: DFF<Bits<32>>,
+    /// The share of the left-over bytes in a tail beat (if this beat is a ULPDU's last).
+    s0_crc_tail: DFF<Bits<32>>,
     /// The output register takes a new beat (or empties) this cycle.
     load: Signal<Local, Bit>,
     /// Stage 1 takes the stage-0 beat this cycle.
     take: Signal<Local, Bit>,
-    /// The two FPDU bytes just before this input beat's bytes: the header on the first
-    /// beat, else the top two bytes of the previous beat.
-    lead: Signal<Local, Bits<16>>,
-    /// The output beat built from `lead` and `kept`.
-    joined: Signal<Local, Bits<64>>,
     /// The CRC register after this cycle's output beat: all 8 bytes, or the low word.
     crc_after_both: Signal<Local, Bits<32>>,
     crc_after_low: Signal<Local, Bits<32>>,
@@ -116,8 +120,10 @@ pub struct MpaTxFramer {
     crc_field: Signal<Local, Bits<32>>,
     phase: DFF<FramerPhase>,
     carry: DFF<Bits<16>>,
-    /// In the tail: ULPDU bytes are left over (the last beat held 7 or 8 bytes).
+    /// In the tail: ULPDU bytes are left over (the last beat held 7 or 8 bytes), and
+    /// their share of the CRC.
     tail_has_data: DFF<Bit>,
+    tail_crc: DFF<Bits<32>>,
     /// The raw CRC32c register over the FPDU so far.
     crc_state: DFF<Bits<32>>,
     out_data: DFF<Bits<64>>,
@@ -146,6 +152,7 @@ impl Default for MpaTxFramer {
             crc_step_low: Crc32cStep::new(StepWidths::Words),
             crc_data_both: Crc32cStep::new(StepWidths::Words),
             crc_data_low: Crc32cStep::new(StepWidths::Words),
+            crc_data_tail: Crc32cStep::new(StepWidths::Words),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
             crc_zero: Constant::new(0_u64.into()),
             keep_none: Constant::new(0x00.into()),
@@ -153,18 +160,21 @@ impl Default for MpaTxFramer {
             keep_all: Constant::new(0xFF.into()),
             s0_load: Default::default(),
             in_kept: Default::default(),
+            in_lead: Default::default(),
+            in_joined: Default::default(),
+            in_first: Default::default(),
+            in_carry: Default::default(),
             s0_valid: Default::default(),
-            s0_kept: Default::default(),
+            s0_joined: Default::default(),
+            s0_carry: Default::default(),
             s0_last: Default::default(),
-            s0_len: Default::default(),
             s0_three: Default::default(),
             s0_seven: Default::default(),
             s0_crc_both: Default::default(),
             s0_crc_low: Default::default(),
+            s0_crc_tail: Default::default(),
             load: Default::default(),
             take: Default::default(),
-            lead: Default::default(),
-            joined: Default::default(),
             crc_after_both: Default::default(),
             crc_after_low: Default::default(),
             crc_next: Default::default(),
@@ -172,6 +182,7 @@ impl Default for MpaTxFramer {
             phase: Default::default(),
             carry: Default::default(),
             tail_has_data: Default::default(),
+            tail_crc: Default::default(),
             crc_state: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
@@ -187,17 +198,21 @@ impl Logic for MpaTxFramer {
         dff_setup!(
             self,
             clock,
+            in_first,
+            in_carry,
             s0_valid,
-            s0_kept,
+            s0_joined,
+            s0_carry,
             s0_last,
-            s0_len,
             s0_three,
             s0_seven,
             s0_crc_both,
             s0_crc_low,
+            s0_crc_tail,
             phase,
             carry,
             tail_has_data,
+            tail_crc,
             crc_state,
             out_data,
             out_keep,
@@ -222,40 +237,46 @@ impl Logic for MpaTxFramer {
             255 => self.in_kept.next = self.ulpdu_data.val(),
             _ => self.in_kept.next = 0_u64.into(),
         }
+        if self.in_first.q.val() {
+            // ULPDU_Length is big-endian: its high byte is FPDU byte 0 (bits 7:0).
+            self.in_lead.next = (self.ulpdu_len.val() << 8) | (self.ulpdu_len.val() >> 8);
+        } else {
+            self.in_lead.next = self.in_carry.q.val();
+        }
+        self.in_joined.next = (self.in_kept.val() << 16) | bit_cast::<64, 16>(self.in_lead.val());
         self.crc_data_both.state.next = self.crc_zero.val();
-        self.crc_data_both.data.next = self.in_kept.val() << 16;
+        self.crc_data_both.data.next = self.in_joined.val();
         self.crc_data_both.keep.next = self.keep_all.val();
         self.crc_data_low.state.next = self.crc_zero.val();
-        self.crc_data_low.data.next = self.in_kept.val() << 16;
+        self.crc_data_low.data.next = self.in_joined.val();
         self.crc_data_low.keep.next = self.keep_low_word.val();
+        // A tail beat covers the left-over bytes and PAD: one word.
+        self.crc_data_tail.state.next = self.crc_zero.val();
+        self.crc_data_tail.data.next = self.in_kept.val() >> 48;
+        self.crc_data_tail.keep.next = self.keep_low_word.val();
         if self.s0_load.val() {
             self.s0_valid.d.next = self.ulpdu_valid.val();
-            self.s0_kept.d.next = self.in_kept.val();
+            self.s0_joined.d.next = self.in_joined.val();
+            self.s0_carry.d.next = self.in_kept.val().get_bits::<16>(48);
             self.s0_last.d.next = self.ulpdu_last.val();
-            self.s0_len.d.next = self.ulpdu_len.val();
             self.s0_three.d.next = self.ulpdu_keep.val().get_bit(2);
             self.s0_seven.d.next = self.ulpdu_keep.val().get_bit(6);
             self.s0_crc_both.d.next = self.crc_data_both.next_state.val();
             self.s0_crc_low.d.next = self.crc_data_low.next_state.val();
+            self.s0_crc_tail.d.next = self.crc_data_tail.next_state.val();
+            if self.ulpdu_valid.val() {
+                self.in_first.d.next = self.ulpdu_last.val();
+                self.in_carry.d.next = self.in_kept.val().get_bits::<16>(48);
+            }
         }
 
-        // Stage 1: the output beat.
-        if self.phase.q.val() == FramerPhase::Start {
-            // ULPDU_Length is big-endian: its high byte is FPDU byte 0 (bits 7:0).
-            self.lead.next = (self.s0_len.q.val() << 8) | (self.s0_len.q.val() >> 8);
-        } else {
-            self.lead.next = self.carry.q.val();
-        }
-        self.joined.next = (self.s0_kept.q.val() << 16) | bit_cast::<64, 16>(self.lead.val());
-
-        // The CRC covers what this cycle's output beat covers: the state's and the lead
-        // bytes' share here, the ULPDU bytes' from stage 0 (none in the tail, where the
-        // lead is the carry and no input beat is taken).
+        // Stage 1: the output beat. The CRC covers what it covers: the state's share
+        // here, the data's from stage 0 (in the tail, from the ULPDU's last beat).
         self.crc_step.state.next = self.crc_state.q.val();
-        self.crc_step.data.next = bit_cast::<64, 16>(self.lead.val());
+        self.crc_step.data.next = 0_u64.into();
         self.crc_step.keep.next = self.keep_all.val();
         self.crc_step_low.state.next = self.crc_state.q.val();
-        self.crc_step_low.data.next = bit_cast::<64, 16>(self.lead.val());
+        self.crc_step_low.data.next = 0_u64.into();
         self.crc_step_low.keep.next = self.keep_low_word.val();
         self.crc_after_both.next = self.crc_step.next_state.val() ^ self.s0_crc_both.q.val();
         self.crc_after_low.next = self.crc_step_low.next_state.val() ^ self.s0_crc_low.q.val();
@@ -263,7 +284,7 @@ impl Logic for MpaTxFramer {
         if self.phase.q.val() == FramerPhase::Tail {
             self.crc_next.next = self.crc_state.q.val();
             if self.tail_has_data.q.val() {
-                self.crc_next.next = self.crc_step_low.next_state.val();
+                self.crc_next.next = self.crc_step_low.next_state.val() ^ self.tail_crc.q.val();
             }
         } else if self.s0_last.q.val() & !self.s0_three.q.val() {
             // A last beat of 0..2 bytes: with the 2 lead bytes and PAD it fills the low
@@ -277,10 +298,11 @@ impl Logic for MpaTxFramer {
         }
         if self.take.val() {
             self.out_valid.d.next = true;
-            self.out_data.d.next = self.joined.val();
+            self.out_data.d.next = self.s0_joined.q.val();
             self.out_keep.d.next = self.keep_all.val();
             self.out_last.d.next = false;
-            self.carry.d.next = self.s0_kept.q.val().get_bits::<16>(48);
+            self.carry.d.next = self.s0_carry.q.val();
+            self.tail_crc.d.next = self.s0_crc_tail.q.val();
             self.crc_state.d.next = self.crc_next.val();
             self.phase.d.next = FramerPhase::Body;
             if self.s0_last.q.val() {
@@ -291,10 +313,10 @@ impl Logic for MpaTxFramer {
                     self.phase.d.next = FramerPhase::Tail;
                 } else {
                     self.out_data.d.next = (bit_cast::<64, 32>(self.crc_field.val()) << 32)
-                        | bit_cast::<64, 32>(self.joined.val().get_bits::<32>(0));
+                        | bit_cast::<64, 32>(self.s0_joined.q.val().get_bits::<32>(0));
                     self.out_last.d.next = true;
                     self.crc_state.d.next = self.crc_init.val();
-                    self.phase.d.next = FramerPhase::Start;
+                    self.phase.d.next = FramerPhase::Body;
                 }
             }
         }
@@ -310,11 +332,12 @@ impl Logic for MpaTxFramer {
                 self.out_keep.d.next = self.keep_low_word.val();
             }
             self.crc_state.d.next = self.crc_init.val();
-            self.phase.d.next = FramerPhase::Start;
+            self.phase.d.next = FramerPhase::Body;
         }
         if self.reset.val() {
             self.s0_valid.d.next = false;
-            self.phase.d.next = FramerPhase::Start;
+            self.in_first.d.next = true;
+            self.phase.d.next = FramerPhase::Body;
             self.crc_state.d.next = self.crc_init.val();
             self.out_valid.d.next = false;
         }
