@@ -448,7 +448,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
     /// expected, no RST), and the sequence numbers it leaves.
-    rx_datapath: Signal<Local, Bit>,
+    rx_datapath: DFF<Bit>,
+    /// The context's valid and failed bits and its flow's ULPDU limit (from the MSS).
+    flow_valid: DFF<Bit>,
+    flow_failed: DFF<Bit>,
+    flow_max_ulpdu: DFF<Bits<16>>,
     rx_new_seqs: Signal<Local, Bits<96>>,
     /// Counts contexts cleared after reset; `clear_index` is below the context count.
     clear_index: DFF<Bits<17>>,
@@ -594,6 +598,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             at_rx_mpa_drain,
             at_tx_decide,
             lookup_request,
+            rx_datapath,
+            flow_valid,
+            flow_failed,
+            flow_max_ulpdu,
             tuple_same0,
             tuple_same1,
             tuple_same2,
@@ -836,7 +844,17 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.rx_new_seqs.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
             | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
             | bit_cast::<96, 32>(self.new_rcv_nxt.val());
-        self.rx_datapath.next = self.ctx_misc.read_data.val().get_bit(51)
+        // The context's flags and the flow's ULPDU limit, registered every cycle: valid
+        // the cycle after the context is (RxDecide, CmdAct), so they select writes from
+        // a flip-flop rather than from block RAM's route.
+        self.flow_valid.d.next = self.ctx_misc.read_data.val().get_bit(51);
+        self.flow_failed.d.next = self.ctx_misc.read_data.val().get_bit(50);
+        self.flow_max_ulpdu.d.next = 0.into();
+        if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
+            self.flow_max_ulpdu.d.next =
+                ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
+        }
+        self.rx_datapath.d.next = self.ctx_misc.read_data.val().get_bit(51)
             & !self.ctx_misc.read_data.val().get_bit(49)
             & !self.w_seg_flags.q.val().get_bit(2);
         self.w_misc_failed.next =
@@ -853,8 +871,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             == self.w_tuple.q.val().get_bits::<24>(48);
         self.tuple_same3.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(72)
             == self.w_tuple.q.val().get_bits::<24>(72);
-        self.rewrite_keeps_failed.next = self.ctx_misc.read_data.val().get_bit(51)
-            & self.ctx_misc.read_data.val().get_bit(50)
+        self.rewrite_keeps_failed.next = self.flow_valid.q.val()
+            & self.flow_failed.q.val()
             & self.tuple_same0.q.val()
             & self.tuple_same1.q.val()
             & self.tuple_same2.q.val()
@@ -1146,7 +1164,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.rd_seqs.d.next = self.ctx_seqs.read_data.val();
                     self.rd_misc.d.next = self.ctx_misc.read_data.val();
                 }
-                if (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51) {
+                if (self.cmd_op.q.val() == 2) & self.flow_valid.q.val() {
                     self.flows.cmd_valid.next = true;
                     self.done_q.d.next = false;
                     self.control.d.next = Control::CmdTable;
@@ -1199,12 +1217,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.w_misc.d.next = self.new_misc.q.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
-                self.max_ulpdu.d.next = 0.into();
-                if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
-                    self.max_ulpdu.d.next =
-                        ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
-                }
-                if !self.rx_datapath.val() {
+                self.max_ulpdu.d.next = self.flow_max_ulpdu.q.val();
+                if !self.rx_datapath.q.val() {
                     self.control.d.next = Control::RxFirmwareStart;
                 } else {
                     if self.duplicate.q.val() {
@@ -1215,7 +1229,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.out_of_order.increment.next = true;
                         self.rx_firmware_after.d.next = false;
                     }
-                    if self.in_order.q.val() & !self.ctx_misc.read_data.val().get_bit(50) {
+                    if self.in_order.q.val() & !self.flow_failed.q.val() {
                         self.control.d.next = Control::RxMpaStart;
                     } else if self.has_payload.q.val() {
                         self.control.d.next = Control::RxAck;
@@ -1339,14 +1353,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.ctx_misc.write_data.next = self.w_misc_failed.val();
             }
         }
-        if self.at_cmd_act.q.val()
-            & (self.cmd_op.q.val() == 2)
-            & self.ctx_misc.read_data.val().get_bit(51)
-        {
+        if self.at_cmd_act.q.val() & (self.cmd_op.q.val() == 2) & self.flow_valid.q.val() {
             self.ctx_misc.write_data.next = 0.into();
             self.ctx_misc.write_enable.next = true;
         }
-        if self.at_rx_decide.q.val() & self.rx_datapath.val() {
+        if self.at_rx_decide.q.val() & self.rx_datapath.q.val() {
             self.ctx_seqs.write_data.next = self.rx_new_seqs.val();
             self.ctx_seqs.write_enable.next = true;
             self.ctx_misc.write_data.next = self.new_misc.q.val();
