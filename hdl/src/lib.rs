@@ -9,7 +9,7 @@
 //! - [`tcp_rx`]: the receive parser (Ethernet/IPv4/TCP frames → realigned TCP payload
 //!   with header sideband, checksums verified, bad frames dropped and counted);
 //! - [`flow_table`]: flow lookup, 4-tuple → connection index in block RAM (64 buckets
-//!   × 4 ways, XOR-fold hash, a four-stage lookup), written by the firmware;
+//!   × 4 ways, XOR-fold hash, a five-stage lookup), written by the firmware;
 //! - [`mpa_rx`]: MPA receive delineation (TCP payload → ULPDUs, CRC32c checked, flow
 //!   errors latched);
 //! - [`packet_fifo`]: a packet queue committing on a good bit (host and firmware RX);

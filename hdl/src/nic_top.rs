@@ -229,6 +229,7 @@ pub enum Control {
     RxContext,
     RxLatch,
     RxCompute,
+    RxCompare,
     RxDecide,
     /// Replay the payload into `mpa_rx`.
     RxMpaStart,
@@ -507,17 +508,20 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     event_crc_q: DFF<Bit>,
 
     // Decisions on a received segment (from the registered context and the parser's
-    // fields), registered every cycle: valid the cycle after the context is.
+    // fields), registered every cycle.
     seq_snd_una: Signal<Local, Bits<32>>,
     seq_snd_nxt: Signal<Local, Bits<32>>,
     seq_rcv_nxt: Signal<Local, Bits<32>>,
-    ack_past_una: Signal<Local, Bits<32>>,
-    ack_past_nxt: Signal<Local, Bits<32>>,
+    /// Sequence-number differences, registered the cycle after the context is there
+    /// (RxCompute); the decisions from them, the cycle after that (RxCompare): no
+    /// 32-bit subtraction and zero test share a cycle.
+    ack_past_una: DFF<Bits<32>>,
+    ack_past_nxt: DFF<Bits<32>>,
     ack_moves: DFF<Bit>,
     /// The 32-bit selections from the registered decisions, in RxDecide.
     new_snd_una: Signal<Local, Bits<32>>,
-    seq_offset: Signal<Local, Bits<32>>,
-    end_offset: Signal<Local, Bits<32>>,
+    seq_offset: DFF<Bits<32>>,
+    end_offset: DFF<Bits<32>>,
     has_payload: DFF<Bit>,
     in_order: DFF<Bit>,
     duplicate: DFF<Bit>,
@@ -634,6 +638,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             event_q,
             event_index_q,
             event_crc_q,
+            ack_past_una,
+            ack_past_nxt,
+            seq_offset,
+            end_offset,
             ack_moves,
             w_seq_end,
             has_payload,
@@ -817,24 +825,24 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.seq_snd_una.next = self.ctx_seqs.read_data.val().get_bits::<32>(64);
         self.seq_snd_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(32);
         self.seq_rcv_nxt.next = self.ctx_seqs.read_data.val().get_bits::<32>(0);
-        self.ack_past_una.next = self.w_ack.q.val() - self.seq_snd_una.val();
-        self.ack_past_nxt.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
+        self.ack_past_una.d.next = self.w_ack.q.val() - self.seq_snd_una.val();
+        self.ack_past_nxt.d.next = self.w_ack.q.val() - self.seq_snd_nxt.val();
         self.ack_moves.d.next = self.w_seg_flags.q.val().get_bit(4)
-            & (self.ack_past_una.val() != 0)
-            & !self.ack_past_una.val().get_bit(31)
-            & ((self.ack_past_nxt.val() == 0) | self.ack_past_nxt.val().get_bit(31));
+            & (self.ack_past_una.q.val() != 0)
+            & !self.ack_past_una.q.val().get_bit(31)
+            & ((self.ack_past_nxt.q.val() == 0) | self.ack_past_nxt.q.val().get_bit(31));
         self.new_snd_una.next = self.seq_snd_una.val();
         if self.ack_moves.q.val() {
             self.new_snd_una.next = self.w_ack.q.val();
         }
         self.w_seq_end.d.next = self.w_seq.q.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
-        self.seq_offset.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
-        self.end_offset.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
+        self.seq_offset.d.next = self.w_seq.q.val() - self.seq_rcv_nxt.val();
+        self.end_offset.d.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
         self.has_payload.d.next = self.w_payload_len.q.val() != 0;
-        self.in_order.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.val() == 0);
+        self.in_order.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.q.val() == 0);
         self.duplicate.d.next = (self.w_payload_len.q.val() != 0)
-            & self.seq_offset.val().get_bit(31)
-            & ((self.end_offset.val() == 0) | self.end_offset.val().get_bit(31));
+            & self.seq_offset.q.val().get_bit(31)
+            & ((self.end_offset.q.val() == 0) | self.end_offset.q.val().get_bit(31));
         self.rcv_after_payload.d.next =
             self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());
         self.new_rcv_nxt.next = self.seq_rcv_nxt.val();
@@ -1208,6 +1216,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::RxCompute;
             }
             Control::RxCompute => {
+                self.control.d.next = Control::RxCompare;
+            }
+            Control::RxCompare => {
                 self.control.d.next = Control::RxDecide;
             }
             Control::RxDecide => {
@@ -1441,7 +1452,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_clear.d.next = self.reset.val()
             | (self.at_clear.q.val() & (self.clear_in_range.q.val() | self.flows.busy.val()));
         self.at_cmd_act.d.next = (self.control.q.val() == Control::CmdCheck) & !self.reset.val();
-        self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompute) & !self.reset.val();
+        self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompare) & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
         self.at_rx_mpa_drain.d.next = !self.reset.val()
             & (((self.control.q.val() == Control::RxMpaFeed) & self.replay_done.val())
