@@ -1,94 +1,36 @@
-//! A simple dual-port block RAM (one registered read port, one write port, one clock)
-//! whose Verilog lets yosys map it to ECP5 block RAM without collision logic.
+//! Simple dual-port block RAMs (one two-stage read port, one write port, one clock)
+//! whose Verilog maps to ECP5 block RAM with its output register and without
+//! collision logic.
 //!
 //! `rust_hdl`'s `RAM` promises that a read of the word written in the same cycle returns
 //! the old word. ECP5's DP16KD does not promise that across its two ports, so yosys
 //! emulates it: it registers the write, compares addresses and puts a multiplexer behind
 //! the memory's output, on the path that is already the slowest of a block RAM (its
 //! clock-to-out). On the flow table that logic was 400 LUT4 and a logic level on the
-//! critical path.
+//! critical path. These RAMs drop the promise instead: the memory carries yosys's
+//! `no_rw_check` attribute, so a read of a word being written is *undefined* in
+//! hardware, and the RustHDL model panics when a design does it. Every block test runs
+//! the RustHDL model, so a design that collides fails its tests rather than misbehaving
+//! on the board. Verilator's model (the same Verilog) returns the old word.
 //!
-//! [`BlockRam`] drops the promise instead: the memory carries yosys's `no_rw_check`
-//! attribute, so a read of a word being written is *undefined* in hardware, and the
-//! RustHDL model panics when a design does it. Every block test runs the RustHDL model,
-//! so a design that collides fails its tests rather than misbehaving on the board.
-//! Verilator's model (the same Verilog) returns the old word, as the RustHDL one would.
-//!
-//! [`OutputRegisteredRam`] adds the block RAM's own output register. A DP16KD's read
-//! data leaves 5.8 ns after the clock without it and 1.0 ns with it (nextpnr's ECP5
-//! timing, speed 6), so a RAM read into anything but a flip-flop beside the RAM cannot
-//! make 125 MHz without it, and even a plain flip-flop made only 115 MHz where sixteen
-//! RAMs fed 450 of them (the flow table). Yosys does not map a register after a memory
-//! into the DP16KD, so for synthesis (Verilog macro `IWNIC_ECP5`, which `synth` defines)
-//! this RAM's Verilog instantiates DP16KD tiles itself, in the 512 × 36 pseudo dual-port
-//! mode that yosys itself picks for these RAMs, with `REGMODE` "OUTREG". Every simulator
-//! runs the behavioural Verilog of the other branch, whose registers are the tiles'.
+//! [`OutputRegisteredRam`] reads through the block RAM's own output register. A
+//! DP16KD's read data leaves 5.8 ns after the clock without it and 1.0 ns with it
+//! (nextpnr's ECP5 timing, speed 6), so a RAM read into anything but a flip-flop beside
+//! the RAM cannot make 125 MHz without it, and even plain flip-flops made only 115 MHz
+//! where sixteen RAMs fed 450 of them (the flow table). Yosys does not map a register
+//! after a memory into the DP16KD, so for synthesis (Verilog macro `IWNIC_ECP5`, which
+//! `synth` defines) this RAM's Verilog instantiates DP16KD tiles itself, in the
+//! 512 × 36 pseudo dual-port mode that yosys itself picks for these RAMs, with
+//! `REGMODE` "OUTREG". Every simulator runs the behavioural Verilog of the other
+//! branch, whose registers are the tiles'.
 //!
 //! [`WriteRegisteredRam`] is that memory with its write port behind flip-flops too: for
-//! RAMs whose writes are chosen by wide logic (`nic_top`'s contexts), that logic and
-//! the route to the RAM's inputs each get a cycle. Their tests and `BlockRam`'s run
-//! random traffic on both simulators against a software memory.
+//! RAMs whose writes are chosen by wide logic (`nic_top`'s contexts, the flow table's
+//! ways), that logic and the route to the RAM's inputs each get a cycle. The tests of
+//! both run random traffic on both simulators against a software memory.
 
 use rust_hdl::prelude::*;
 use std::collections::BTreeMap;
-
-/// 2^`N` words of `D`; see the module docs. The read is registered: at a rising edge
-/// with `read_enable` high, `read_data` takes the word at `read_address`, and holds it
-/// otherwise (the read port's clock enable).
-#[derive(LogicBlock, Default)]
-pub struct BlockRam<D: Synth, const N: usize> {
-    pub clock: Signal<In, Clock>,
-    pub read_address: Signal<In, Bits<N>>,
-    pub read_enable: Signal<In, Bit>,
-    pub read_data: Signal<Out, D>,
-    pub write_address: Signal<In, Bits<N>>,
-    pub write_data: Signal<In, D>,
-    pub write_enable: Signal<In, Bit>,
-    _words: BTreeMap<Bits<N>, D>,
-}
-
-impl<D: Synth, const N: usize> Logic for BlockRam<D, N> {
-    fn update(&mut self) {
-        if self.clock.pos_edge() {
-            let (read, write) = (self.read_address.val(), self.write_address.val());
-            let (reading, writing) = (self.read_enable.val(), self.write_enable.val());
-            // A model that returned either word here would hide a board-only bug.
-            assert!(
-                !(reading && writing && read == write),
-                "BlockRam: address {read:?} read while it is written (undefined in hardware)"
-            );
-            if reading {
-                self.read_data.next = self._words.get(&read).copied().unwrap_or_default();
-            }
-            if writing {
-                self._words.insert(write, self.write_data.val());
-            }
-        }
-    }
-
-    fn connect(&mut self) {
-        self.read_data.connect();
-    }
-
-    fn hdl(&self) -> Verilog {
-        Verilog::Custom(format!(
-            "\
-(* no_rw_check *) reg [{top}:0] mem [0:{last}];
-
-always @(posedge clock) begin
-    if (read_enable) begin
-        read_data <= mem[read_address];
-    end
-    if (write_enable) begin
-        mem[write_address] <= write_data;
-    end
-end
-",
-            top = D::BITS - 1,
-            last = (1_usize << N) - 1,
-        ))
-    }
-}
 
 /// Depth up to which [`OutputRegisteredRam`] instantiates DP16KD tiles (512 × 36 each)
 /// for ECP5; deeper RAMs (the simulation builds) are left to yosys's inference, with the
@@ -100,7 +42,7 @@ pub const TILED_ADDRESS_BITS: usize = 9;
 /// word at `read_address`; at a rising edge with `output_enable` high `read_data` (the
 /// output register) takes the latch as it was before that edge. With both high every
 /// cycle a read shows two edges after its address. A read of the word being written is
-/// undefined, as in [`BlockRam`], and the model panics on it.
+/// undefined (see the module docs), and the model panics on it.
 #[derive(LogicBlock, Default)]
 pub struct OutputRegisteredRam<D: Synth, const N: usize> {
     pub clock: Signal<In, Clock>,
@@ -241,7 +183,7 @@ fn dp16kd_tiles(width: usize, address_bits: usize) -> String {
 /// one cycle lands at the end of the next. The write's address, data and enable then
 /// come straight from flip-flops beside the RAM, so the logic that chooses a write has
 /// a whole cycle and the routing to the block RAM's inputs another. A read of the word
-/// being written (by the registered write, `writing`) is undefined, as in [`BlockRam`].
+/// being written (by the registered write, `writing`) is undefined.
 #[derive(LogicBlock, Default)]
 pub struct WriteRegisteredRam<D: Synth, const N: usize> {
     pub clock: Signal<In, Clock>,

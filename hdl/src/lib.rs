@@ -17,9 +17,10 @@
 //! - [`tcp_tx`]: the segment builder (descriptor + payload → Ethernet/IPv4/TCP frame);
 //! - [`tx_checksum`]: transmit checksum insertion, store and forward;
 //! - [`nic_top`]: the whole datapath joined, with the flow contexts and the controller;
-//! - parts: [`block_ram`] (block RAM without read-during-write logic, with or without a
-//!   registered write port), [`skid_buffer`] (a stream slice with registered ready) and
-//!   [`event_counter`] (a counter fed by a registered pulse).
+//! - parts: [`block_ram`] (block RAM read through its output register, without
+//!   read-during-write logic, with or without a registered write port), [`skid_buffer`]
+//!   (a stream slice with registered ready) and [`event_counter`] (a counter fed by a
+//!   registered pulse).
 //!
 //! Tooling: [`verilator`] lints a block's exported Verilog and builds it into a model
 //! driven from Rust; [`synth`] runs the ECP5 flow and reports LUTs, FFs, BRAMs and Fmax.

@@ -96,43 +96,39 @@
 //! # Throughput, size and speed
 //!
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
-//! MPA receive carries 7.0–7.3 FPDU bytes per cycle on back-to-back segments of 64- to
-//! 1,460-byte FPDUs (7.3–7.5 before the context and decision registers below: the
-//! controller spends ~17 cycles a segment outside the MPA feed, so the input waits
-//! ~9 cycles a frame); transmit 7.3–7.5 for 1,024- and 1,460-byte FPDUs, 3.4 for
-//! 64-byte ones, whose frames are mostly headers (the wire still carries 6.2 bytes per
-//! cycle). Full width needs the next frame's lookup and context read to overlap the
-//! current frame's MPA feed.
+//! MPA receive carries 6.8–7.1 FPDU bytes per cycle on back-to-back segments of 64- to
+//! 1,460-byte FPDUs (the controller spends ~22 cycles a segment outside the MPA feed,
+//! so the input waits ~13–14 cycles a frame); transmit 7.4–7.6 for 1,024- and
+//! 1,460-byte FPDUs, 3.5 for 64-byte ones, whose frames are mostly headers (the wire
+//! still carries 6.5 bytes per cycle). Full width needs the next frame's lookup and
+//! context read to overlap the current frame's MPA feed.
 //!
-//! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context):
-//! 11,785 LUT4, 7,266 FF, 39 of 56 DP16KD, **100.3 MHz** — still below the 125 MHz
-//! target. Runs of nearly the same logic gave 92.0 to 102.9 MHz: placement moves the
-//! figure by up to 10 %, so single steps of a few per cent are within the noise. It was
-//! 59.4 MHz; what took it there, each step measured on the whole top:
-//! - a skid buffer between the transmit arbiter and `tx_checksum`, cutting the ready
-//!   chain from its ring fill level through the builder into `mpa_tx` (56.3 MHz
-//!   measured with the next step's RAMs still `rust_hdl`'s; the read-during-write
-//!   logic yosys builds for those was then the critical path);
-//! - the frame buffers and contexts on [`BlockRam`] (62.4 MHz): the path became the
-//!   context RAMs' 5.6 ns clock-to-out into the decisions and back into the RAMs;
-//! - the context words registered, the segment's and ULPDU's effects computed into
-//!   registers, and skid buffers between the frame buffers and `mpa_rx` / the
-//!   firmware queue (89.4 MHz; two controller states more per frame and per ULPDU,
-//!   one more per command);
-//! - `tx_checksum` (108–110 MHz standing alone) and `PacketFifo`'s registered full flags
-//!   (99.0 MHz), the context RAMs' write ports registered (94.3), and the ACK and
-//!   in-order selections registered (102.9 MHz).
+//! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
+//! asked for 125 MHz): 10,715 LUT4, 7,520 FF, 39 of 56 DP16KD, **107.8 MHz** (four runs
+//! of the last steps' logic gave 106.4–111.1 MHz) — still below the 125 MHz target.
+//! What took it from 100.3 MHz, each step measured on the whole top:
+//! - block RAM read through its own output register ([`OutputRegisteredRam`]:
+//!   clock-to-out 5.8 → 1.0 ns) for the contexts, the flow table, the frame buffers,
+//!   the packet FIFOs and `tx_checksum`'s ring;
+//! - counters fed by registered pulses ([`EventCounter`]); the context writes selected
+//!   from one-hot state flags; the context's flags, the segment's sequence-number
+//!   differences and a rewritten tuple's compare registered a cycle before they are
+//!   used (states CmdCheck and RxCompare); the flow table's lookup request a register;
+//!   the flow table's writes registered and its ways fetched into fabric registers
+//!   before the compare;
+//! - `mpa_rx` and `mpa_tx` with the data's share of each CRC update computed a stage
+//!   before the CRC loop;
+//! - the synthesis flow without RustHDL's flip-flop initial values, so yosys re-encodes
+//!   the controller as one-hot.
 //!
-//! The critical paths of the last runs: `mpa_rx`'s CRC into its second stage (100.3
-//! MHz), the controller's state decode into its counters (92.0), and `mpa_rx`'s output
-//! back-pressure, the host queue's `in_ready` through its stage enables (102.9, 11
-//! levels, 9.7 ns). A skid buffer there (with the good bit) was tried and taken out: it
-//! cut that path, but that run measured 96.4 MHz with the controller's path in front,
-//! and receive lost a cycle a segment. Both need fixing together: fewer decoded states
-//! feeding the counters (one-hot or registered enables), then the slice.
-//! Standing alone, `crc32c` (108.7 MHz), `tx_checksum` (108.3, its ring's clock-to-out),
-//! `mpa_tx` (110.4), the flow table (114.8) and the packet FIFO (118.1) are all below
-//! 125 MHz; each needs a register after its block RAM or its CRC.
+//! The critical paths of the last runs: `mpa_rx`'s back-pressure from the host queue
+//! through its output queue and stage enables into the MPA slice (107.8 MHz, 6 levels,
+//! 9.3 ns), a sequence-number subtraction behind the context RAM (106.4, since
+//! registered), the context RAM's flags into the write select (111.1, since
+//! registered). Each of them is a few levels with 2–3.5 ns routes between the block
+//! RAM columns and the logic; the next steps are a registered `in_ready` for
+//! `mpa_rx` (a slice between it and the host queue that keeps one beat a cycle) and
+//! the rest of the controller's next-state logic.
 
 use rust_hdl::prelude::*;
 
@@ -1389,7 +1385,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.ctx_seqs.write_enable.next = true;
         }
 
-        // A block RAM read of the word being written is undefined (`BlockRam`). The
+        // A block RAM read of the word being written is undefined (`block_ram`). The
         // context RAMs are read and written at one address, their writes registered
         // (`WriteRegisteredRam`: a write lands a cycle after it is presented, so the
         // choice of what to write has a cycle and the route to the RAM another): each
