@@ -104,8 +104,9 @@
 //! context read to overlap the current frame's MPA feed.
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 10,715 LUT4, 7,520 FF, 39 of 56 DP16KD, **107.8 MHz** (four runs
-//! of the last steps' logic gave 106.4–111.1 MHz) — still below the 125 MHz target.
+//! asked for 125 MHz): 10,715 LUT4, 7,520 FF, 39 of 56 DP16KD, **107.8 MHz** (the last
+//! four runs, each one step apart, gave 106.4–111.1 MHz) — still below the 125 MHz
+//! target.
 //! What took it from 100.3 MHz, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
 //!   clock-to-out 5.8 → 1.0 ns) for the contexts, the flow table, the frame buffers,
