@@ -119,7 +119,10 @@ end
 /// dual-port mode as yosys's own ECP5 mapping drives it: port A writes (its address
 /// bits 0-3 are the four byte enables, the word address is on bits 5-13; data bits 0-17
 /// on DIA, 18-35 on DIB), port B reads (word address on bits 5-13; data 0-17 out on
-/// DOA, 18-35 on DOB). `REGMODE` "OUTREG" with `OCE` as the output register's enable.
+/// DOA, 18-35 on DOB). `REGMODE` "OUTREG" with `OCE` as the output register's enable,
+/// on both ports: the read data leaves on both ports' pins, and nextpnr times the DOA
+/// half by `REGMODE_A` (a tile with only `REGMODE_B` set measured 5.61 ns clock-to-out
+/// on DOA, 0.97 ns with both).
 fn dp16kd_tiles(width: usize, address_bits: usize) -> String {
     let tiles = width.div_ceil(36);
     let padded = tiles * 36;
