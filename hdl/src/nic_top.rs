@@ -128,8 +128,10 @@
 //! registered), the context RAM's flags into the write select (111.1, since
 //! registered). Each of them is a few levels with 2–3.5 ns routes between the block
 //! RAM columns and the logic; the next steps are a registered `in_ready` for
-//! `mpa_rx` (a slice between it and the host queue that keeps one beat a cycle) and
-//! the rest of the controller's next-state logic.
+//! `mpa_rx` and the rest of the controller's next-state logic. (A skid register in
+//! front of `mpa_rx`'s stage 0, its beat chosen before the decodes, was tried: it cut
+//! the back-pressure path but put the choice in front of the CRC data matrix, 109.5
+//! MHz on the top and 123.7 for `mpa_rx` alone; the skid needs to hold the decodes.)
 
 use rust_hdl::prelude::*;
 
@@ -445,12 +447,13 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// `w_misc` with the failed bit set.
     w_misc_failed: Signal<Local, Bits<MISC_BITS>>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
-    /// expected, no RST), and the sequence numbers it leaves.
+    /// expected, no RST).
     rx_datapath: DFF<Bit>,
     /// The context's valid and failed bits and its flow's ULPDU limit (from the MSS).
     flow_valid: DFF<Bit>,
     flow_failed: DFF<Bit>,
     flow_max_ulpdu: DFF<Bits<16>>,
+    /// In RxDecide: the sequence numbers the segment leaves.
     rx_new_seqs: Signal<Local, Bits<96>>,
     /// Counts contexts cleared after reset; `clear_index` is below the context count.
     clear_index: DFF<Bits<17>>,
