@@ -32,10 +32,10 @@
 use rust_hdl::prelude::*;
 use std::collections::BTreeMap;
 
-/// Depth up to which [`OutputRegisteredRam`] instantiates DP16KD tiles (512 × 36 each)
-/// for ECP5; deeper RAMs (the simulation builds) are left to yosys's inference, with the
-/// output register in the fabric.
-pub const TILED_ADDRESS_BITS: usize = 9;
+/// Depth up to which [`OutputRegisteredRam`] instantiates DP16KD tiles (512 × 36 each,
+/// two groups of them for 1,024 words) for ECP5; deeper RAMs (the simulation builds) are
+/// left to yosys's inference, with the output register in the fabric.
+pub const TILED_ADDRESS_BITS: usize = 10;
 
 /// 2^`N` words of `D` with a two-stage read, the stages of a DP16KD with its output
 /// register: at a rising edge with `read_enable` high the RAM's read latch takes the
@@ -115,33 +115,72 @@ end
 }
 
 /// DP16KD instances for an [`OutputRegisteredRam`] of `width` × 2^`address_bits`
-/// (`address_bits` ≤ 9), one per 36 bits of the word, each in the 36-bit pseudo
-/// dual-port mode as yosys's own ECP5 mapping drives it: port A writes (its address
-/// bits 0-3 are the four byte enables, the word address is on bits 5-13; data bits 0-17
-/// on DIA, 18-35 on DIB), port B reads (word address on bits 5-13; data 0-17 out on
-/// DOA, 18-35 on DOB). `REGMODE` "OUTREG" with `OCE` as the output register's enable,
-/// on both ports: the read data leaves on both ports' pins, and nextpnr times the DOA
-/// half by `REGMODE_A` (a tile with only `REGMODE_B` set measured 5.61 ns clock-to-out
-/// on DOA, 0.97 ns with both).
+/// (`address_bits` ≤ [`TILED_ADDRESS_BITS`]), one per 36 bits of the word and per 512
+/// words, each in the 36-bit pseudo dual-port mode as yosys's own ECP5 mapping drives
+/// it: port A writes (its address bits 0-3 are the four byte enables, the word address is
+/// on bits 5-13; data bits 0-17 on DIA, 18-35 on DIB), port B reads (word address on bits
+/// 5-13; data 0-17 out on DOA, 18-35 on DOB). `REGMODE` "OUTREG" with `OCE` as the output
+/// register's enable, on both ports: the read data leaves on both ports' pins, and
+/// nextpnr times the DOA half by `REGMODE_A` (a tile with only `REGMODE_B` set measured
+/// 5.61 ns clock-to-out on DOA, 0.97 ns with both).
+///
+/// A RAM deeper than 512 words is a group of such tiles per 512 words: each group takes
+/// the writes to its words, every group reads, and the read address's high bits travel
+/// beside the read latch and the output register (flip-flops loaded by the same enables)
+/// to pick the group's word behind the output registers: one multiplexer after the
+/// tiles' 1.0 ns clock-to-out rather than block RAM cascades in front of it.
 fn dp16kd_tiles(width: usize, address_bits: usize) -> String {
+    const TILE_ADDRESS_BITS: usize = 9;
     let tiles = width.div_ceil(36);
     let padded = tiles * 36;
+    let group_bits = address_bits.saturating_sub(TILE_ADDRESS_BITS);
+    let groups = 1_usize << group_bits;
     let write_data = if padded == width {
         "write_data".to_string()
     } else {
         format!("{{{}'d0, write_data}}", padded - width)
     };
-    let mut v = format!(
-        "wire [{top}:0] tile_in = {write_data};\nwire [{top}:0] tile_out;\n\
-         always @(*) read_data = tile_out[{width_top}:0];\n",
-        top = padded - 1,
-        width_top = width - 1,
-    );
+    let mut v = format!("wire [{}:0] tile_in = {write_data};\n", padded - 1);
+    for group in 0..groups {
+        v.push_str(&format!("wire [{}:0] tile_out_{group};\n", padded - 1));
+    }
+    if group_bits == 0 {
+        v.push_str(&format!("always @(*) read_data = tile_out_0[{}:0];\n", width - 1));
+    } else {
+        let choices: String = (0..groups)
+            .map(|group| {
+                format!(
+                    "        {group_bits}'d{group}: read_data = tile_out_{group}[{}:0];\n",
+                    width - 1
+                )
+            })
+            .collect();
+        v.push_str(&format!(
+            "\
+reg [{gtop}:0] latch_group;
+reg [{gtop}:0] out_group;
+always @(posedge clock) begin
+    if (read_enable) begin
+        latch_group <= read_address[{atop}:{TILE_ADDRESS_BITS}];
+    end
+    if (output_enable) begin
+        out_group <= latch_group;
+    end
+end
+always @(*) begin
+    case (out_group)
+{choices}    endcase
+end
+",
+            gtop = group_bits - 1,
+            atop = address_bits - 1,
+        ));
+    }
     let address = |port: &str, signal: &str| -> String {
         (5..14)
             .map(|pin| {
                 let bit = pin - 5;
-                if bit < address_bits {
+                if bit < address_bits.min(TILE_ADDRESS_BITS) {
                     format!(".AD{port}{pin}({signal}[{bit}])")
                 } else {
                     format!(".AD{port}{pin}(1'b0)")
@@ -150,34 +189,46 @@ fn dp16kd_tiles(width: usize, address_bits: usize) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for tile in 0..tiles {
-        let base = tile * 36;
-        let pins = |prefix: &str, bus: &str, offset: usize| -> String {
-            (0..18)
-                .map(|i| format!(".{prefix}{i}({bus}[{}])", base + offset + i))
-                .collect::<Vec<_>>()
-                .join(", ")
+    for group in 0..groups {
+        let write_enable = if group_bits == 0 {
+            "write_enable".to_string()
+        } else {
+            v.push_str(&format!(
+                "wire write_enable_{group} = write_enable & \
+                 (write_address[{}:{TILE_ADDRESS_BITS}] == {group_bits}'d{group});\n",
+                address_bits - 1
+            ));
+            format!("write_enable_{group}")
         };
-        v.push_str(&format!(
-            "DP16KD #(.DATA_WIDTH_A(36), .DATA_WIDTH_B(36), .REGMODE_A(\"OUTREG\"), \
-             .REGMODE_B(\"OUTREG\"), .RESETMODE(\"SYNC\"), .ASYNC_RESET_RELEASE(\"SYNC\"), \
-             .CSDECODE_A(\"0b000\"), .CSDECODE_B(\"0b000\"), .WRITEMODE_A(\"NORMAL\"), \
-             .WRITEMODE_B(\"NORMAL\"), .GSR(\"DISABLED\")) tile_{tile} (\n    \
-             .CLKA(clock), .CEA(write_enable), .OCEA(output_enable), .WEA(1'b1), .RSTA(1'b0), \
-             .CSA0(1'b0), .CSA1(1'b0), .CSA2(1'b0),\n    \
-             .ADA0(write_enable), .ADA1(write_enable), .ADA2(write_enable), \
-             .ADA3(write_enable), .ADA4(1'b0), {write_address},\n    {dia},\n    {dib},\n    \
-             .CLKB(clock), .CEB(read_enable), .OCEB(output_enable), .WEB(1'b0), .RSTB(1'b0), \
-             .CSB0(1'b0), .CSB1(1'b0), .CSB2(1'b0),\n    \
-             .ADB0(1'b0), .ADB1(1'b0), .ADB2(1'b0), .ADB3(1'b0), .ADB4(1'b0), {read_address},\n    \
-             {doa},\n    {dob}\n);\n",
-            write_address = address("A", "write_address"),
-            read_address = address("B", "read_address"),
-            dia = pins("DIA", "tile_in", 0),
-            dib = pins("DIB", "tile_in", 18),
-            doa = pins("DOA", "tile_out", 0),
-            dob = pins("DOB", "tile_out", 18),
-        ));
+        for tile in 0..tiles {
+            let base = tile * 36;
+            let pins = |prefix: &str, bus: &str, offset: usize| -> String {
+                (0..18)
+                    .map(|i| format!(".{prefix}{i}({bus}[{}])", base + offset + i))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            v.push_str(&format!(
+                "DP16KD #(.DATA_WIDTH_A(36), .DATA_WIDTH_B(36), .REGMODE_A(\"OUTREG\"), \
+                 .REGMODE_B(\"OUTREG\"), .RESETMODE(\"SYNC\"), .ASYNC_RESET_RELEASE(\"SYNC\"), \
+                 .CSDECODE_A(\"0b000\"), .CSDECODE_B(\"0b000\"), .WRITEMODE_A(\"NORMAL\"), \
+                 .WRITEMODE_B(\"NORMAL\"), .GSR(\"DISABLED\")) tile_{group}_{tile} (\n    \
+                 .CLKA(clock), .CEA({write_enable}), .OCEA(output_enable), .WEA(1'b1), \
+                 .RSTA(1'b0), .CSA0(1'b0), .CSA1(1'b0), .CSA2(1'b0),\n    \
+                 .ADA0({write_enable}), .ADA1({write_enable}), .ADA2({write_enable}), \
+                 .ADA3({write_enable}), .ADA4(1'b0), {write_address},\n    {dia},\n    {dib},\n    \
+                 .CLKB(clock), .CEB(read_enable), .OCEB(output_enable), .WEB(1'b0), .RSTB(1'b0), \
+                 .CSB0(1'b0), .CSB1(1'b0), .CSB2(1'b0),\n    \
+                 .ADB0(1'b0), .ADB1(1'b0), .ADB2(1'b0), .ADB3(1'b0), .ADB4(1'b0), {read_address},\n    \
+                 {doa},\n    {dob}\n);\n",
+                write_address = address("A", "write_address"),
+                read_address = address("B", "read_address"),
+                dia = pins("DIA", "tile_in", 0),
+                dib = pins("DIB", "tile_in", 18),
+                doa = pins("DOA", &format!("tile_out_{group}"), 0),
+                dob = pins("DOB", &format!("tile_out_{group}"), 18),
+            ));
+        }
     }
     v
 }

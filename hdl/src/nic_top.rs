@@ -160,8 +160,10 @@ pub const MISC_BITS: usize = 52;
 /// Beats of one bank of the raw-frame and payload buffers (2 KiB each: a 1,518-byte
 /// frame is 190).
 pub const FRAME_BUFFER_BITS: usize = 8;
-/// Two banks of each: one frame arrives while the controller works on the other.
-pub const BANKED_BUFFER_BITS: usize = FRAME_BUFFER_BITS + 1;
+/// Banks of each, used in turn: one frame is delivered while the controller decides on
+/// the next and a third arrives (three would do; four cost the same block RAM).
+pub const BANK_BITS: usize = 2;
+pub const BANKED_BUFFER_BITS: usize = FRAME_BUFFER_BITS + BANK_BITS;
 /// Beats of each of the firmware RX and host RX queues (4 KiB).
 pub const QUEUE_BITS: usize = 9;
 
@@ -228,18 +230,12 @@ pub enum Control {
     RxContext,
     RxLatch,
     RxCompute,
+    /// The decisions are registered; waits here until the delivery is idle.
     RxCompare,
+    /// Writes the context and hands the segment's delivery over.
     RxDecide,
-    /// Replay the payload into `mpa_rx`.
-    RxMpaStart,
-    RxMpaFeed,
-    RxMpaDrain,
-    /// Wait for the event register, then raise the flow's error.
-    RxEvent,
-    RxAck,
-    /// Copy the raw frame to the firmware queue.
-    RxFirmwareStart,
-    RxFirmwareCopy,
+    /// No flow: waits until the delivery is idle and hands it the raw frame.
+    RxToFirmware,
     /// A host ULPDU: the context is being read.
     TxContext,
     TxLatch,
@@ -249,6 +245,23 @@ pub enum Control {
     TxStream,
     /// A refused ULPDU is taken and dropped.
     TxDrop,
+}
+
+/// What the delivery is doing: the segment handed over by the controller, its payload
+/// replayed into `mpa_rx`, its ACK, its raw frame to the firmware.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum Deliver {
+    Idle,
+    /// Replay the payload into `mpa_rx`.
+    MpaStart,
+    MpaFeed,
+    MpaDrain,
+    /// Wait for the event register, then raise the flow's error.
+    Event,
+    Ack,
+    /// Copy the raw frame to the firmware queue.
+    FirmwareStart,
+    FirmwareCopy,
 }
 
 /// Which source the transmit arbiter is carrying a frame from.
@@ -403,14 +416,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
     payload_last_keep: DFF<Bits<8>>,
     /// The bank the arriving frame is written to.
-    in_bank: DFF<Bit>,
+    in_bank: DFF<Bits<BANK_BITS>>,
     /// A network beat is taken this cycle.
     net_take: Signal<Local, Bit>,
     /// The controller takes the held frame (its bank and header fields) this cycle.
     frame_taken: Signal<Local, Bit>,
     /// The frame the controller works on: its bank, buffer ends and header fields
     /// (the parser's fields move on with the next frame).
-    work_bank: DFF<Bit>,
+    work_bank: DFF<Bits<BANK_BITS>>,
     w_raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
     w_raw_last_keep: DFF<Bits<8>>,
     w_payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
@@ -427,6 +440,30 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 
     // The controller.
     control: DFF<Control>,
+    /// The delivery, and the segment it works on: bank, buffer ends, connection index,
+    /// whether its MPA stream failed (for the next segment's decision, whose context
+    /// may have been read before the failure was written).
+    deliver: DFF<Deliver>,
+    d_bank: DFF<Bits<BANK_BITS>>,
+    d_raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    d_raw_last_keep: DFF<Bits<8>>,
+    d_payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    d_payload_last_keep: DFF<Bits<8>>,
+    d_index: DFF<Bits<16>>,
+    d_failed: DFF<Bit>,
+    /// The delivery is idle, or its ACK goes to the builder this cycle and it is done:
+    /// the controller may decide the next segment (and hand it over the cycle after),
+    /// start a command or a host ULPDU (the builder has taken the ACK's fields from the
+    /// working copy by the time they change).
+    deliver_free: Signal<Local, Bit>,
+    /// The controller hands the segment (its bank, buffer ends and flow) to the delivery.
+    hand_over: Signal<Local, Bit>,
+    /// The segment being decided is of the flow the last delivery failed.
+    fail_forward: DFF<Bit>,
+    /// The flow of the segment being decided has failed (its context or the forward).
+    rx_failed: Signal<Local, Bit>,
+    /// `new_misc` with the forwarded failure.
+    rx_new_misc: Signal<Local, Bits<MISC_BITS>>,
     /// `control` is in the state named: one-hot copies of the states that write
     /// contexts, so the write data's selection starts at a flip-flop.
     at_clear: DFF<Bit>,
@@ -469,7 +506,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// The segment the builder is asked for: TCP flags and payload length.
     w_flags: DFF<Bits<8>>,
     w_len: DFF<Bits<16>>,
-    /// The received segment goes to the firmware after its ACK (a FIN whose segment was not out of order).
+    /// The delivered segment goes to the firmware after its ACK (a FIN whose segment was
+    /// not out of order).
     rx_firmware_after: DFF<Bit>,
     /// The host ULPDU being sent: its length.
     tx_len: DFF<Bits<16>>,
@@ -596,6 +634,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             w_window,
             w_payload_len,
             control,
+            deliver,
+            d_bank,
+            d_raw_last,
+            d_raw_last_keep,
+            d_payload_last,
+            d_payload_last_keep,
+            d_index,
+            d_failed,
+            fail_forward,
             at_clear,
             at_cmd_act,
             at_rx_decide,
@@ -733,7 +780,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.parser.frame_ready.val() & (self.ingest.q.val() == Ingest::Take);
         self.net_take.next = self.net_rx_valid.val() & self.net_rx_ready.val();
         self.raw.write_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.in_bank.q.val().into()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.in_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.raw_wr.q.val());
         self.raw.write_data.next = self.net_rx_data.val();
         self.raw.write_enable.next = self.net_take.val();
@@ -752,7 +799,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         self.parser.payload_ready.next = true;
         self.payload.write_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.in_bank.q.val().into()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.in_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.payload_wr.q.val());
         self.payload.write_data.next = self.parser.payload_data.val();
         self.payload.write_enable.next = self.parser.payload_valid.val();
@@ -775,7 +822,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.frame_taken.next = false;
 
         // ---- The controller's defaults ----
-        self.ctx_ready.next = (self.control.q.val() == Control::Idle) & !self.reset.val();
+        self.deliver_free.next = (self.deliver.q.val() == Deliver::Idle)
+            | ((self.deliver.q.val() == Deliver::Ack)
+                & self.builder.desc_ready.val()
+                & !self.rx_firmware_after.q.val());
+        self.hand_over.next = false;
+        self.ctx_ready.next =
+            (self.control.q.val() == Control::Idle) & self.deliver_free.val() & !self.reset.val();
         self.host_tx_ready.next = false;
         self.done_q.d.next = false;
         self.cmd_range.index.next = bit_cast::<17, 16>(self.ctx_index.val());
@@ -867,6 +920,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & !self.w_seg_flags.q.val().get_bit(2);
         self.w_misc_failed.next =
             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
+        // The last delivery failed this segment's flow after its context was read (the
+        // controller reads the next segment's context while a delivery runs): registered
+        // every cycle, valid in RxDecide, which follows the cycle the delivery finished.
+        self.fail_forward.d.next =
+            self.d_failed.q.val() & (self.d_index.q.val() == self.ctx_addr.q.val());
+        self.rx_failed.next = self.flow_failed.q.val() | self.fail_forward.q.val();
+        self.rx_new_misc.next = self.new_misc.q.val()
+            | (bit_cast::<MISC_BITS, 1>(self.fail_forward.q.val().into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
         // A rewrite of the same flow (its RTR arrived) keeps its failed bit. The tuple
         // is compared in quarters, registered: one 96-bit compare behind the RAM's
@@ -904,31 +965,31 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // each holding while the one after it stalls, and go from B into the slice.
         // Beat 0 is read in the start state, so B offers it in the state's second cycle.
         self.replay_sink_ready.next = false;
-        if self.control.q.val() == Control::RxMpaFeed {
+        if self.deliver.q.val() == Deliver::MpaFeed {
             self.replay_sink_ready.next = self.mpa_slice.in_ready.val();
         }
-        if self.control.q.val() == Control::RxFirmwareCopy {
+        if self.deliver.q.val() == Deliver::FirmwareCopy {
             self.replay_sink_ready.next = self.firmware_slice.in_ready.val();
         }
         self.replay_b_load.next = !self.replay_b_valid.q.val() | self.replay_sink_ready.val();
         self.replay_done.next =
             self.replay_b_valid.q.val() & self.replay_b_last.q.val() & self.replay_sink_ready.val();
         self.replay_beat.next = self.replay.q.val();
-        self.replay_issue.next = ((self.control.q.val() == Control::RxMpaFeed)
-            | (self.control.q.val() == Control::RxFirmwareCopy))
+        self.replay_issue.next = ((self.deliver.q.val() == Deliver::MpaFeed)
+            | (self.deliver.q.val() == Deliver::FirmwareCopy))
             & !self.replay_read_all.q.val()
             & (!self.replay_a_valid.q.val() | self.replay_b_load.val());
-        if (self.control.q.val() == Control::RxMpaStart)
-            | (self.control.q.val() == Control::RxFirmwareStart)
+        if (self.deliver.q.val() == Deliver::MpaStart)
+            | (self.deliver.q.val() == Deliver::FirmwareStart)
         {
             self.replay_beat.next = 0.into();
             self.replay_issue.next = true;
         }
-        self.replay_beat_last.next = self.replay_beat.val() == self.w_payload_last.q.val();
-        if (self.control.q.val() == Control::RxFirmwareStart)
-            | (self.control.q.val() == Control::RxFirmwareCopy)
+        self.replay_beat_last.next = self.replay_beat.val() == self.d_payload_last.q.val();
+        if (self.deliver.q.val() == Deliver::FirmwareStart)
+            | (self.deliver.q.val() == Deliver::FirmwareCopy)
         {
-            self.replay_beat_last.next = self.replay_beat.val() == self.w_raw_last.q.val();
+            self.replay_beat_last.next = self.replay_beat.val() == self.d_raw_last.q.val();
         }
         if self.replay_issue.val() {
             self.replay.d.next = self.replay_beat.val() + 1;
@@ -944,16 +1005,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
 
         // MPA receive, reset before each segment, into the host queue.
-        self.mpa_rx.reset.next = self.reset.val() | (self.control.q.val() == Control::RxMpaStart);
+        self.mpa_rx.reset.next = self.reset.val() | (self.deliver.q.val() == Deliver::MpaStart);
         self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
         self.mpa_slice.in_data.next = self.payload.read_data.val();
         self.mpa_slice.in_keep.next = 0xFF.into();
         if self.replay_b_last.q.val() {
-            self.mpa_slice.in_keep.next = self.w_payload_last_keep.q.val();
+            self.mpa_slice.in_keep.next = self.d_payload_last_keep.q.val();
         }
         self.mpa_slice.in_last.next = self.replay_b_last.q.val();
         self.mpa_slice.in_valid.next =
-            self.replay_b_valid.q.val() & (self.control.q.val() == Control::RxMpaFeed);
+            self.replay_b_valid.q.val() & (self.deliver.q.val() == Deliver::MpaFeed);
         self.mpa_rx.in_data.next = self.mpa_slice.out_data.val();
         self.mpa_rx.in_keep.next = self.mpa_slice.out_keep.val();
         self.mpa_rx.in_last.next = self.mpa_slice.out_last.val();
@@ -963,7 +1024,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
         self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
         self.host_queue.in_good.next = self.mpa_rx.ulpdu_good.val();
-        self.host_queue.in_tag.next = self.ctx_addr.q.val();
+        self.host_queue.in_tag.next = self.d_index.q.val();
         self.host_queue.in_valid.next = self.mpa_rx.ulpdu_valid.val();
         self.mpa_rx.ulpdu_ready.next = self.host_queue.in_ready.val();
         if self.mpa_rx.ulpdu_valid.val()
@@ -986,11 +1047,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.firmware_slice.in_data.next = self.raw.read_data.val();
         self.firmware_slice.in_keep.next = 0xFF.into();
         if self.replay_b_last.q.val() {
-            self.firmware_slice.in_keep.next = self.w_raw_last_keep.q.val();
+            self.firmware_slice.in_keep.next = self.d_raw_last_keep.q.val();
         }
         self.firmware_slice.in_last.next = self.replay_b_last.q.val();
         self.firmware_slice.in_valid.next =
-            self.replay_b_valid.q.val() & (self.control.q.val() == Control::RxFirmwareCopy);
+            self.replay_b_valid.q.val() & (self.deliver.q.val() == Deliver::FirmwareCopy);
         self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
         self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
         self.firmware_queue.in_last.next = self.firmware_slice.out_last.val();
@@ -1016,7 +1077,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.desc_flags.next = self.w_flags.q.val();
         self.builder.desc_window.next = 0xFFFF.into();
         self.builder.desc_payload_len.next = self.w_len.q.val();
-        self.builder.desc_valid.next = (self.control.q.val() == Control::RxAck)
+        self.builder.desc_valid.next = (self.deliver.q.val() == Deliver::Ack)
             | (self.control.q.val() == Control::TxDescriptor);
         // Host ULPDUs through the MPA framer into the builder.
         self.framer.ulpdu_data.next = self.host_tx_data.val();
@@ -1093,7 +1154,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::Idle => {
-                if self.ctx_valid.val() {
+                // A command or a host ULPDU waits for the delivery to finish (they read
+                // and write the contexts and the working copy its ACK is built from); a
+                // pending command keeps the next frame waiting too, so it is not starved.
+                if self.ctx_valid.val() & self.deliver_free.val() {
                     self.cmd_op.d.next = self.ctx_op.val();
                     self.ctx_addr.d.next = self.ctx_index.val();
                     self.w_tuple.d.next = (bit_cast::<96, 32>(self.ctx_local_ip.val()) << 64)
@@ -1118,7 +1182,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.done_q.d.next = true;
                         self.status_q.d.next = false;
                     }
-                } else if self.ingest.q.val() == Ingest::Held {
+                } else if !self.ctx_valid.val() & (self.ingest.q.val() == Ingest::Held) {
                     self.frame_taken.next = true;
                     self.work_bank.d.next = self.in_bank.q.val();
                     self.w_raw_last.d.next = self.raw_last.q.val();
@@ -1137,7 +1201,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.lookup_request.d.next =
                         self.parser.seg_dst_ip.val() == self.local_ip.val();
                     self.control.d.next = Control::RxLookup;
-                } else if self.host_tx_valid.val() {
+                } else if !self.ctx_valid.val() & self.host_tx_valid.val() & self.deliver_free.val()
+                {
                     self.tx_len.d.next = self.host_tx_len.val();
                     self.ctx_addr.d.next = self.host_tx_index.val();
                     if self.tx_range.in_range.val() {
@@ -1205,8 +1270,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.ctx_addr.d.next = self.flows.result_index.val();
                         self.control.d.next = Control::RxContext;
                     } else {
-                        self.control.d.next = Control::RxFirmwareStart;
+                        self.control.d.next = Control::RxToFirmware;
                     }
+                }
+            }
+            Control::RxToFirmware => {
+                if self.deliver.q.val() == Deliver::Idle {
+                    self.hand_over.next = true;
+                    self.deliver.d.next = Deliver::FirmwareStart;
+                    self.control.d.next = Control::Idle;
                 }
             }
             Control::RxContext => {
@@ -1219,18 +1291,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::RxCompare;
             }
             Control::RxCompare => {
-                self.control.d.next = Control::RxDecide;
+                if self.deliver_free.val() {
+                    self.control.d.next = Control::RxDecide;
+                }
             }
             Control::RxDecide => {
                 self.w_tuple.d.next = self.ctx_tuple.read_data.val();
                 self.w_macs.d.next = self.ctx_macs.read_data.val();
                 self.w_seqs.d.next = self.rx_new_seqs.val();
-                self.w_misc.d.next = self.new_misc.q.val();
+                self.w_misc.d.next = self.rx_new_misc.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
                 self.max_ulpdu.d.next = self.flow_max_ulpdu.q.val();
+                self.hand_over.next = true;
+                self.control.d.next = Control::Idle;
                 if !self.rx_datapath.q.val() {
-                    self.control.d.next = Control::RxFirmwareStart;
+                    self.deliver.d.next = Deliver::FirmwareStart;
                 } else {
                     if self.duplicate.q.val() {
                         self.duplicates.increment.next = true;
@@ -1240,66 +1316,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.out_of_order.increment.next = true;
                         self.rx_firmware_after.d.next = false;
                     }
-                    if self.in_order.q.val() & !self.flow_failed.q.val() {
-                        self.control.d.next = Control::RxMpaStart;
+                    if self.in_order.q.val() & !self.rx_failed.val() {
+                        self.deliver.d.next = Deliver::MpaStart;
                     } else if self.has_payload.q.val() {
-                        self.control.d.next = Control::RxAck;
+                        self.deliver.d.next = Deliver::Ack;
                     } else if self.w_seg_flags.q.val().get_bit(0) {
-                        self.control.d.next = Control::RxFirmwareStart;
-                    } else {
-                        self.control.d.next = Control::Idle;
+                        self.deliver.d.next = Deliver::FirmwareStart;
                     }
-                }
-            }
-            Control::RxMpaStart => {
-                self.control.d.next = Control::RxMpaFeed;
-            }
-            Control::RxMpaFeed => {
-                if self.replay_done.val() {
-                    self.control.d.next = Control::RxMpaDrain;
-                }
-            }
-            Control::RxMpaDrain => {
-                // The segment's last beat is replayed; wait until it has left the slice,
-                // its ULPDUs are all out and its errors latched.
-                if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
-                    self.control.d.next = Control::RxAck;
-                    if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
-                        self.w_misc.d.next = self.w_misc_failed.val();
-                        if self.mpa_rx.crc_error.val() {
-                            self.crc_errors.increment.next = true;
-                        } else {
-                            self.length_errors.increment.next = true;
-                        }
-                        self.control.d.next = Control::RxEvent;
-                    }
-                }
-            }
-            Control::RxEvent => {
-                if !self.event_q.q.val() {
-                    self.event_q.d.next = true;
-                    self.event_index_q.d.next = self.ctx_addr.q.val();
-                    self.event_crc_q.d.next = self.mpa_rx.crc_error.val();
-                    self.control.d.next = Control::RxAck;
-                }
-            }
-            Control::RxAck => {
-                if self.builder.desc_ready.val() {
-                    self.acks_sent.increment.next = true;
-                    if self.rx_firmware_after.q.val() {
-                        self.control.d.next = Control::RxFirmwareStart;
-                    } else {
-                        self.control.d.next = Control::Idle;
-                    }
-                }
-            }
-            Control::RxFirmwareStart => {
-                self.to_firmware.increment.next = true;
-                self.control.d.next = Control::RxFirmwareCopy;
-            }
-            Control::RxFirmwareCopy => {
-                if self.replay_done.val() {
-                    self.control.d.next = Control::Idle;
                 }
             }
             Control::TxContext => {
@@ -1347,6 +1370,74 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
         }
 
+        // The segment handed over: its bank and buffer ends (the controller's copies
+        // move on with the next frame) and its flow.
+        if self.hand_over.val() {
+            self.d_bank.d.next = self.work_bank.q.val();
+            self.d_raw_last.d.next = self.w_raw_last.q.val();
+            self.d_raw_last_keep.d.next = self.w_raw_last_keep.q.val();
+            self.d_payload_last.d.next = self.w_payload_last.q.val();
+            self.d_payload_last_keep.d.next = self.w_payload_last_keep.q.val();
+            self.d_index.d.next = self.ctx_addr.q.val();
+            self.d_failed.d.next = false;
+        }
+
+        // ---- The delivery ----
+        match self.deliver.q.val() {
+            Deliver::Idle => {}
+            Deliver::MpaStart => {
+                self.deliver.d.next = Deliver::MpaFeed;
+            }
+            Deliver::MpaFeed => {
+                if self.replay_done.val() {
+                    self.deliver.d.next = Deliver::MpaDrain;
+                }
+            }
+            Deliver::MpaDrain => {
+                // The segment's last beat is replayed; wait until it has left the slice,
+                // its ULPDUs are all out and its errors latched.
+                if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
+                    self.deliver.d.next = Deliver::Ack;
+                    if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
+                        self.d_failed.d.next = true;
+                        if self.mpa_rx.crc_error.val() {
+                            self.crc_errors.increment.next = true;
+                        } else {
+                            self.length_errors.increment.next = true;
+                        }
+                        self.deliver.d.next = Deliver::Event;
+                    }
+                }
+            }
+            Deliver::Event => {
+                if !self.event_q.q.val() {
+                    self.event_q.d.next = true;
+                    self.event_index_q.d.next = self.d_index.q.val();
+                    self.event_crc_q.d.next = self.mpa_rx.crc_error.val();
+                    self.deliver.d.next = Deliver::Ack;
+                }
+            }
+            Deliver::Ack => {
+                if self.builder.desc_ready.val() {
+                    self.acks_sent.increment.next = true;
+                    if self.rx_firmware_after.q.val() {
+                        self.deliver.d.next = Deliver::FirmwareStart;
+                    } else {
+                        self.deliver.d.next = Deliver::Idle;
+                    }
+                }
+            }
+            Deliver::FirmwareStart => {
+                self.to_firmware.increment.next = true;
+                self.deliver.d.next = Deliver::FirmwareCopy;
+            }
+            Deliver::FirmwareCopy => {
+                if self.replay_done.val() {
+                    self.deliver.d.next = Deliver::Idle;
+                }
+            }
+        }
+
         // Context writes, decided from one-hot state flags, so a write's data selection
         // starts at a flip-flop: the state decode fanned out to the ~340 write-data bits
         // was nic_top's critical path.
@@ -1371,14 +1462,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.at_rx_decide.q.val() & self.rx_datapath.q.val() {
             self.ctx_seqs.write_data.next = self.rx_new_seqs.val();
             self.ctx_seqs.write_enable.next = true;
-            self.ctx_misc.write_data.next = self.new_misc.q.val();
+            self.ctx_misc.write_data.next = self.rx_new_misc.val();
             self.ctx_misc.write_enable.next = true;
         }
+        // The delivery's failure, into the context of the flow delivered (while the
+        // controller may read the next segment's: the RAMs hold their read while a
+        // write lands, and `fail_forward` covers a read of this flow from before).
         if self.at_rx_mpa_drain.q.val()
             & !self.mpa_slice.out_valid.val()
             & !self.mpa_rx.busy.val()
             & (self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val())
         {
+            self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 16>(self.d_index.q.val());
             self.ctx_misc.write_data.next = self.w_misc_failed.val();
             self.ctx_misc.write_enable.next = true;
         }
@@ -1407,16 +1502,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.raw.output_enable.next = self.replay_b_load.val();
         self.payload.output_enable.next = self.replay_b_load.val();
         self.raw.read_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.d_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
         self.payload.read_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, 1>(self.work_bank.q.val().into()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.d_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
 
         // The controller has taken the held frame, or the parser dropped the frame
         // outright: the next frame goes to the free bank.
         if self.frame_taken.val() {
-            self.in_bank.d.next = !self.in_bank.q.val();
+            self.in_bank.d.next = self.in_bank.q.val() + 1;
         }
         if self.frame_taken.val() | self.parser.frame_unseen.val() {
             self.ingest.d.next = Ingest::Take;
@@ -1432,7 +1527,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.replay_a_valid.d.next = false;
             self.replay_b_valid.d.next = false;
             self.lookup_request.d.next = false;
-            self.in_bank.d.next = false;
+            self.in_bank.d.next = 0.into();
+            self.deliver.d.next = Deliver::Idle;
             self.ingest.d.next = Ingest::Take;
             self.raw_wr.d.next = 0.into();
             self.payload_wr.d.next = 0.into();
@@ -1452,10 +1548,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_clear.d.next = self.reset.val()
             | (self.at_clear.q.val() & (self.clear_in_range.q.val() | self.flows.busy.val()));
         self.at_cmd_act.d.next = (self.control.q.val() == Control::CmdCheck) & !self.reset.val();
-        self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompare) & !self.reset.val();
+        self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompare)
+            & self.deliver_free.val()
+            & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
         self.at_rx_mpa_drain.d.next = !self.reset.val()
-            & (((self.control.q.val() == Control::RxMpaFeed) & self.replay_done.val())
+            & (((self.deliver.q.val() == Deliver::MpaFeed) & self.replay_done.val())
                 | (self.at_rx_mpa_drain.q.val()
                     & (self.mpa_slice.out_valid.val() | self.mpa_rx.busy.val())));
 

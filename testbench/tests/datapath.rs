@@ -51,6 +51,9 @@ enum Op {
     Read(u16),
     Remove(u16),
     Net(Vec<u8>),
+    /// Frames arriving back to back: the HDL takes the next while it still delivers the
+    /// last, the model one after the other.
+    NetBurst(Vec<Vec<u8>>),
     Firmware(Vec<u8>),
     Host(u16, Vec<u8>),
 }
@@ -89,6 +92,10 @@ impl fmt::Debug for Op {
             Op::Read(index) => write!(f, "read_flow({index})"),
             Op::Remove(index) => write!(f, "remove_flow({index})"),
             Op::Net(frame) => write!(f, "net_receive({})", frame_summary(frame)),
+            Op::NetBurst(frames) => {
+                let frames: Vec<String> = frames.iter().map(|fr| frame_summary(fr)).collect();
+                write!(f, "net_receive back to back({frames:?})")
+            }
             Op::Firmware(frame) => write!(f, "firmware_transmit({})", frame_summary(frame)),
             Op::Host(index, ulpdu) => write!(f, "host_transmit({index}, {} B)", ulpdu.len()),
         }
@@ -128,6 +135,7 @@ fn apply(engine: &mut impl Engine, op: &Op) -> Option<Option<FlowContext>> {
         Op::Read(index) => return Some(engine.read_flow(*index)),
         Op::Remove(index) => engine.remove_flow(*index),
         Op::Net(frame) => engine.net_receive(frame),
+        Op::NetBurst(frames) => frames.iter().for_each(|frame| engine.net_receive(frame)),
         Op::Firmware(frame) => engine.firmware_transmit(frame),
         Op::Host(index, ulpdu) => {
             engine.host_transmit(*index, ulpdu);
@@ -1026,6 +1034,49 @@ impl Generator {
         out
     }
 
+    /// Up to four operations; the network frames among the first of them arrive back to
+    /// back (one operation, with the model's outcomes of each joined).
+    fn burst(&mut self) {
+        let start = self.script.ops.len();
+        for _ in 0..self.rng.random_range(2..=4) {
+            self.step();
+            if !matches!(self.script.ops.last(), Some(Op::Net(_))) {
+                break;
+            }
+        }
+        let end = start
+            + self.script.ops[start..]
+                .iter()
+                .take_while(|op| matches!(op, Op::Net(_)))
+                .count();
+        if end - start < 2 {
+            return;
+        }
+        let rest_ops = self.script.ops.split_off(end);
+        let rest_expected = self.script.expected.split_off(end);
+        let frames = self
+            .script
+            .ops
+            .drain(start..)
+            .map(|op| match op {
+                Op::Net(frame) => frame,
+                _ => unreachable!("only network frames are joined"),
+            })
+            .collect();
+        let mut joined = Outcome::default();
+        for outcome in self.script.expected.drain(start..) {
+            joined.net.extend(outcome.net);
+            joined.firmware.extend(outcome.firmware);
+            joined.host.extend(outcome.host);
+            joined.events.extend(outcome.events);
+            joined.counters = outcome.counters;
+        }
+        self.script.ops.push(Op::NetBurst(frames));
+        self.script.expected.push(joined);
+        self.script.ops.extend(rest_ops);
+        self.script.expected.extend(rest_expected);
+    }
+
     fn step(&mut self) {
         let f = self.pick();
         let ctx = self.ctx(f);
@@ -1227,7 +1278,11 @@ impl Generator {
 fn random_ops(seed: u64, len: usize) -> (Vec<Op>, Vec<Outcome>) {
     let mut generator = Generator::new(seed);
     while generator.script.ops.len() < len {
-        generator.step();
+        if generator.rng.random_bool(0.2) {
+            generator.burst();
+        } else {
+            generator.step();
+        }
     }
     (generator.script.ops, generator.script.expected)
 }
@@ -1326,6 +1381,7 @@ fn random_sequences_cover_the_cases() {
                 Op::Read(_) => "read",
                 Op::Remove(_) => "remove",
                 Op::Net(_) => "net",
+                Op::NetBurst(_) => "net burst",
                 Op::Firmware(_) => "firmware",
                 Op::Host(..) => "host",
             };
@@ -1342,7 +1398,7 @@ fn random_sequences_cover_the_cases() {
         total.not_for_us += c.not_for_us;
         total.host_ulpdus_refused += c.host_ulpdus_refused;
     }
-    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    assert_eq!(kinds.len(), 7, "{kinds:?}");
     for (name, value) in [
         ("fpdus_in", total.fpdus_in),
         ("fpdus_out", total.fpdus_out),
