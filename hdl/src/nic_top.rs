@@ -54,16 +54,21 @@
 //!
 //! # How it works
 //!
-//! **Receive** is store and forward in two banks: while the controller works on one
-//! frame, the next arrives into the other bank. As a frame arrives, its raw beats go
-//! into the raw buffer (for the firmware) and `tcp_rx`'s realigned payload into the
-//! payload buffer; the frame is *held* only when the parser's verdict is good (a
-//! late-failed frame, or one the parser drops outright, just frees the bank — this is
-//! where the parser's good bit commits). The controller takes a held frame (its bank
-//! and header fields, since the parser's move on with the next frame), looks the
-//! 4-tuple up in the flow table (latency 5), reads the flow's context (block RAM's read
-//! latch, then its output register: latency 3 from the index), computes the segment's
-//! effects into registers (one more cycle) and decides as the model does:
+//! **Receive** is store and forward in four banks, taken in turn, so that one frame is
+//! delivered while the controller decides on the next, a third is held and a fourth
+//! arrives. As a frame arrives, its raw beats go into the raw buffer (for the firmware)
+//! and `tcp_rx`'s realigned payload, a few cycles behind, into the payload buffer; the
+//! next frame's beats follow with no gap while the parser is still deciding on the last
+//! one. A frame is *held* (its bank, buffer ends and the parser's header fields, which
+//! move on with the next frame) only when the parser's verdict is good; a late-failed
+//! frame, or one the parser drops outright, frees its bank there — this is where the
+//! parser's good bit commits. While a frame is held the parser's output waits. A bank
+//! is busy from its frame's last beat until nothing will read it again. The controller
+//! takes the held frame, looks the 4-tuple up in the flow table (latency 5), reads the
+//! flow's context (block RAM's read latch, then its output register: latency 3 from the
+//! index), computes the segment's effects into registers (two more cycles), and once
+//! the delivery of the frame before is done (or finishing), decides as the model does
+//! and hands the frame to the delivery:
 //!
 //! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
@@ -90,18 +95,28 @@
 //! controller clears every valid bit (block RAM has no reset) while the flow table clears
 //! its buckets.
 //!
+//! **Delivery**: the replay of a frame's payload into `mpa_rx` (its drain, the flow's
+//! failure written back and its event), its ACK and its raw frame to the firmware run
+//! apart from the controller, which meanwhile looks up and reads the context of the next
+//! frame. The next frame's context may have been read before the delivery failed its
+//! flow: the failure is forwarded into the decision (`fail_forward`).
+//!
 //! One controller serialises context commands, received frames and host ULPDUs (in that
-//! priority), so no two of them ever touch the same context at once.
+//! priority); commands and host ULPDUs wait for the delivery to finish, so no two of them
+//! ever touch the same context at once, and what leaves each port leaves in the model's
+//! order.
 //!
 //! # Throughput, size and speed
 //!
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
-//! MPA receive carries 6.8–7.1 FPDU bytes per cycle on back-to-back segments of 64- to
-//! 1,460-byte FPDUs (the controller spends ~22 cycles a segment outside the MPA feed,
-//! so the input waits ~13–14 cycles a frame); transmit 7.4–7.6 for 1,024- and
+//! MPA receive carries 7.35–7.53 FPDU bytes per cycle on back-to-back segments of 64- to
+//! 1,460-byte FPDUs, against the wire's 7.7–7.8 (the frames' headers share the bus):
+//! the input waits 1–2 cycles a frame, because a delivery takes ~9 cycles a segment
+//! beyond its payload beats (reset, replay latency, `mpa_rx`'s drain, the hand-over)
+//! where the frame's headers give it ~7 (it was 13–14 cycles with one controller doing
+//! the lookups and the delivery in turn); transmit 7.4–7.6 for 1,024- and
 //! 1,460-byte FPDUs, 3.5 for 64-byte ones, whose frames are mostly headers (the wire
-//! still carries 6.5 bytes per cycle). Full width needs the next frame's lookup and
-//! context read to overlap the current frame's MPA feed.
+//! still carries 6.5 bytes per cycle).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
 //! asked for 125 MHz): 10,715 LUT4, 7,520 FF, 39 of 56 DP16KD, **107.8 MHz** (the last
@@ -191,17 +206,6 @@ impl<const N: usize> Logic for IndexRange<N> {
             1u64 << N
         ))
     }
-}
-
-/// Where a received frame is.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
-pub enum Ingest {
-    /// Taking a frame's beats.
-    Take,
-    /// The frame's beats are in; waiting for the parser's verdict.
-    Verdict,
-    /// A good frame waits in the buffers for the controller.
-    Held,
 }
 
 /// What the controller is doing.
@@ -407,22 +411,54 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     tx_range: IndexRange<INDEX_BITS>,
     clear_range: IndexRange<INDEX_BITS>,
 
-    // Receive buffers.
-    ingest: DFF<Ingest>,
+    // Receive buffers. Frames take the banks in turn; a bank is busy from its frame's
+    // last beat until the frame is dropped, or decided on and needs no replay, or
+    // replayed for the last time.
+    /// The bank the arriving frame's raw beats go to, and its next beat.
+    raw_bank: DFF<Bits<BANK_BITS>>,
     raw_wr: DFF<Bits<FRAME_BUFFER_BITS>>,
-    raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
-    raw_last_keep: DFF<Bits<8>>,
+    /// The bank of the oldest frame still waiting for the parser's verdict (the
+    /// parser's payload is that frame's), and its next payload beat.
+    payload_bank: DFF<Bits<BANK_BITS>>,
     payload_wr: DFF<Bits<FRAME_BUFFER_BITS>>,
-    payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
-    payload_last_keep: DFF<Bits<8>>,
-    /// The bank the arriving frame is written to.
-    in_bank: DFF<Bits<BANK_BITS>>,
+    /// Each bank's raw frame: its last beat `[7:0]` and that beat's keep `[15:8]`,
+    /// bank `b` in bits `16b..16b+16`, kept from its last beat until its verdict.
+    raw_ends: DFF<Bits<64>>,
+    raw_end: Signal<Local, Bits<64>>,
+    verdict_end: Signal<Local, Bits<64>>,
+    bank_busy: DFF<Bits<4>>,
+    raw_bank_free: Signal<Local, Bit>,
     /// A network beat is taken this cycle.
     net_take: Signal<Local, Bit>,
-    /// The controller takes the held frame (its bank and header fields) this cycle.
+    /// The parser's verdict on the oldest waiting frame: it is good (held for the
+    /// controller) or dropped (late-failed, or dropped outright by the parser).
+    verdict_good: Signal<Local, Bit>,
+    verdict_drop: Signal<Local, Bit>,
+    /// Banks freed this cycle: by a dropped frame, by the controller (a frame of
+    /// which nothing is replayed), by the delivery (its last read of the bank).
+    front_release: Signal<Local, Bit>,
+    back_release: Signal<Local, Bit>,
+    /// The held frame: good, its verdict in, waiting for the controller; its bank,
+    /// buffer ends and the parser's fields (which move on with the next frame), and
+    /// whether it is for this NIC.
+    held: DFF<Bit>,
+    h_bank: DFF<Bits<BANK_BITS>>,
+    h_raw_end: DFF<Bits<16>>,
+    h_payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
+    h_payload_last_keep: DFF<Bits<8>>,
+    h_src_ip: DFF<Bits<32>>,
+    h_dst_ip: DFF<Bits<32>>,
+    h_src_port: DFF<Bits<16>>,
+    h_dst_port: DFF<Bits<16>>,
+    h_seq: DFF<Bits<32>>,
+    h_ack: DFF<Bits<32>>,
+    h_seg_flags: DFF<Bits<5>>,
+    h_window: DFF<Bits<16>>,
+    h_payload_len: DFF<Bits<16>>,
+    h_for_us: DFF<Bit>,
+    /// The controller takes the held frame this cycle.
     frame_taken: Signal<Local, Bit>,
-    /// The frame the controller works on: its bank, buffer ends and header fields
-    /// (the parser's fields move on with the next frame).
+    /// The frame the controller works on: its bank, buffer ends and header fields.
     work_bank: DFF<Bits<BANK_BITS>>,
     w_raw_last: DFF<Bits<FRAME_BUFFER_BITS>>,
     w_raw_last_keep: DFF<Bits<8>>,
@@ -462,6 +498,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     fail_forward: DFF<Bit>,
     /// The flow of the segment being decided has failed (its context or the forward).
     rx_failed: Signal<Local, Bit>,
+    /// A FIN goes to the firmware after the segment's payload (unless the segment was
+    /// out of order).
+    rx_fin_after: Signal<Local, Bit>,
     /// `new_misc` with the forwarded failure.
     rx_new_misc: Signal<Local, Bits<MISC_BITS>>,
     /// `control` is in the state named: one-hot copies of the states that write
@@ -611,14 +650,27 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         dff_setup!(
             self,
             clock,
-            ingest,
+            raw_bank,
             raw_wr,
-            raw_last,
-            raw_last_keep,
+            payload_bank,
             payload_wr,
-            payload_last,
-            payload_last_keep,
-            in_bank,
+            raw_ends,
+            bank_busy,
+            held,
+            h_bank,
+            h_raw_end,
+            h_payload_last,
+            h_payload_last_keep,
+            h_src_ip,
+            h_dst_ip,
+            h_src_port,
+            h_dst_port,
+            h_seq,
+            h_ack,
+            h_seg_flags,
+            h_window,
+            h_payload_len,
+            h_for_us,
             work_bank,
             w_raw_last,
             w_raw_last_keep,
@@ -770,20 +822,26 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.host_refused.reset.next = self.reset.val();
         self.host_refused.increment.next = false;
 
-        // ---- Receive: a frame into the buffers, kept only on the parser's good bit ----
+        // ---- Receive: frames into the buffers, kept only on the parser's good bit ----
+        // A frame's raw beats go to the next bank once it is free; the parser's
+        // payload, a few cycles behind, to the bank of the oldest frame without a
+        // verdict. The verdicts come in the frames' order, one a frame.
+        self.raw_bank_free.next = (self.bank_busy.q.val()
+            & (bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val())))
+            == 0;
         self.parser.frame_data.next = self.net_rx_data.val();
         self.parser.frame_keep.next = self.net_rx_keep.val();
         self.parser.frame_last.next = self.net_rx_last.val();
-        self.parser.frame_valid.next =
-            self.net_rx_valid.val() & (self.ingest.q.val() == Ingest::Take);
-        self.net_rx_ready.next =
-            self.parser.frame_ready.val() & (self.ingest.q.val() == Ingest::Take);
+        self.parser.frame_valid.next = self.net_rx_valid.val() & self.raw_bank_free.val();
+        self.net_rx_ready.next = self.parser.frame_ready.val() & self.raw_bank_free.val();
         self.net_take.next = self.net_rx_valid.val() & self.net_rx_ready.val();
         self.raw.write_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.in_bank.q.val()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.raw_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.raw_wr.q.val());
         self.raw.write_data.next = self.net_rx_data.val();
         self.raw.write_enable.next = self.net_take.val();
+        self.raw_end.next = (bit_cast::<64, 8>(self.net_rx_keep.val()) << 8)
+            | bit_cast::<64, FRAME_BUFFER_BITS>(self.raw_wr.q.val());
         if self.net_take.val() {
             // A frame too long for the buffer is oversized: the parser drops it, so its
             // tail may overwrite the last beat.
@@ -791,33 +849,72 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.raw_wr.d.next = self.raw_wr.q.val() + 1;
             }
             if self.net_rx_last.val() {
-                self.raw_last.d.next = self.raw_wr.q.val();
-                self.raw_last_keep.d.next = self.net_rx_keep.val();
-                self.ingest.d.next = Ingest::Verdict;
+                match self.raw_bank.q.val().index() {
+                    0 => {
+                        self.raw_ends.d.next =
+                            (self.raw_ends.q.val() & 0xFFFF_FFFF_FFFF_0000_u64) | self.raw_end.val()
+                    }
+                    1 => {
+                        self.raw_ends.d.next = (self.raw_ends.q.val()
+                            & 0xFFFF_FFFF_0000_FFFF_u64)
+                            | (self.raw_end.val() << 16)
+                    }
+                    2 => {
+                        self.raw_ends.d.next = (self.raw_ends.q.val()
+                            & 0xFFFF_0000_FFFF_FFFF_u64)
+                            | (self.raw_end.val() << 32)
+                    }
+                    _ => {
+                        self.raw_ends.d.next = (self.raw_ends.q.val()
+                            & 0x0000_FFFF_FFFF_FFFF_u64)
+                            | (self.raw_end.val() << 48)
+                    }
+                }
+                self.raw_bank.d.next = self.raw_bank.q.val() + 1;
+                self.raw_wr.d.next = 0.into();
                 self.frames_in.increment.next = true;
             }
         }
-        self.parser.payload_ready.next = true;
+        // The payload waits while a frame is held: its verdict needs the held slot.
+        self.parser.payload_ready.next = !self.held.q.val();
         self.payload.write_address.next =
-            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.in_bank.q.val()) << 8)
+            (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.payload_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.payload_wr.q.val());
         self.payload.write_data.next = self.parser.payload_data.val();
-        self.payload.write_enable.next = self.parser.payload_valid.val();
-        if self.parser.payload_valid.val() {
+        self.payload.write_enable.next = self.parser.payload_valid.val() & !self.held.q.val();
+        self.verdict_good.next = false;
+        self.verdict_drop.next = self.parser.frame_unseen.val();
+        self.verdict_end.next =
+            self.raw_ends.q.val() >> (bit_cast::<64, BANK_BITS>(self.payload_bank.q.val()) << 4);
+        if self.parser.payload_valid.val() & !self.held.q.val() {
             if self.payload_wr.q.val() != 255 {
                 self.payload_wr.d.next = self.payload_wr.q.val() + 1;
             }
             if self.parser.payload_last.val() {
-                self.payload_last.d.next = self.payload_wr.q.val();
-                self.payload_last_keep.d.next = self.parser.payload_keep.val();
-                if self.parser.payload_good.val() {
-                    self.ingest.d.next = Ingest::Held;
-                } else {
-                    self.ingest.d.next = Ingest::Take;
-                    self.raw_wr.d.next = 0.into();
-                    self.payload_wr.d.next = 0.into();
-                }
+                self.verdict_good.next = self.parser.payload_good.val();
+                self.verdict_drop.next = !self.parser.payload_good.val();
+                self.h_bank.d.next = self.payload_bank.q.val();
+                self.h_raw_end.d.next = self.verdict_end.val().get_bits::<16>(0);
+                self.h_payload_last.d.next = self.payload_wr.q.val();
+                self.h_payload_last_keep.d.next = self.parser.payload_keep.val();
+                self.h_src_ip.d.next = self.parser.seg_src_ip.val();
+                self.h_dst_ip.d.next = self.parser.seg_dst_ip.val();
+                self.h_src_port.d.next = self.parser.seg_src_port.val();
+                self.h_dst_port.d.next = self.parser.seg_dst_port.val();
+                self.h_seq.d.next = self.parser.seg_seq.val();
+                self.h_ack.d.next = self.parser.seg_ack.val();
+                self.h_seg_flags.d.next = self.parser.seg_flags.val();
+                self.h_window.d.next = self.parser.seg_window.val();
+                self.h_payload_len.d.next = self.parser.seg_payload_len.val();
+                self.h_for_us.d.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
             }
+        }
+        if self.verdict_good.val() {
+            self.held.d.next = true;
+        }
+        if self.verdict_good.val() | self.verdict_drop.val() {
+            self.payload_bank.d.next = self.payload_bank.q.val() + 1;
+            self.payload_wr.d.next = 0.into();
         }
         self.frame_taken.next = false;
 
@@ -827,6 +924,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 & self.builder.desc_ready.val()
                 & !self.rx_firmware_after.q.val());
         self.hand_over.next = false;
+        self.front_release.next = false;
         self.ctx_ready.next =
             (self.control.q.val() == Control::Idle) & self.deliver_free.val() & !self.reset.val();
         self.host_tx_ready.next = false;
@@ -926,6 +1024,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.fail_forward.d.next =
             self.d_failed.q.val() & (self.d_index.q.val() == self.ctx_addr.q.val());
         self.rx_failed.next = self.flow_failed.q.val() | self.fail_forward.q.val();
+        self.rx_fin_after.next = self.w_seg_flags.q.val().get_bit(0)
+            & !(self.has_payload.q.val() & !self.in_order.q.val() & !self.duplicate.q.val());
         self.rx_new_misc.next = self.new_misc.q.val()
             | (bit_cast::<MISC_BITS, 1>(self.fail_forward.q.val().into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
@@ -974,6 +1074,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.replay_b_load.next = !self.replay_b_valid.q.val() | self.replay_sink_ready.val();
         self.replay_done.next =
             self.replay_b_valid.q.val() & self.replay_b_last.q.val() & self.replay_sink_ready.val();
+        // The delivery's last read of its bank: the raw frame's, or the payload's when
+        // the raw frame does not follow.
+        self.back_release.next = self.replay_done.val()
+            & ((self.deliver.q.val() == Deliver::FirmwareCopy)
+                | ((self.deliver.q.val() == Deliver::MpaFeed) & !self.rx_firmware_after.q.val()));
         self.replay_beat.next = self.replay.q.val();
         self.replay_issue.next = ((self.deliver.q.val() == Deliver::MpaFeed)
             | (self.deliver.q.val() == Deliver::FirmwareCopy))
@@ -1182,24 +1287,23 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.done_q.d.next = true;
                         self.status_q.d.next = false;
                     }
-                } else if !self.ctx_valid.val() & (self.ingest.q.val() == Ingest::Held) {
+                } else if !self.ctx_valid.val() & self.held.q.val() {
                     self.frame_taken.next = true;
-                    self.work_bank.d.next = self.in_bank.q.val();
-                    self.w_raw_last.d.next = self.raw_last.q.val();
-                    self.w_raw_last_keep.d.next = self.raw_last_keep.q.val();
-                    self.w_payload_last.d.next = self.payload_last.q.val();
-                    self.w_payload_last_keep.d.next = self.payload_last_keep.q.val();
-                    self.w_src_ip.d.next = self.parser.seg_src_ip.val();
-                    self.w_dst_ip.d.next = self.parser.seg_dst_ip.val();
-                    self.w_src_port.d.next = self.parser.seg_src_port.val();
-                    self.w_dst_port.d.next = self.parser.seg_dst_port.val();
-                    self.w_seq.d.next = self.parser.seg_seq.val();
-                    self.w_ack.d.next = self.parser.seg_ack.val();
-                    self.w_seg_flags.d.next = self.parser.seg_flags.val();
-                    self.w_window.d.next = self.parser.seg_window.val();
-                    self.w_payload_len.d.next = self.parser.seg_payload_len.val();
-                    self.lookup_request.d.next =
-                        self.parser.seg_dst_ip.val() == self.local_ip.val();
+                    self.work_bank.d.next = self.h_bank.q.val();
+                    self.w_raw_last.d.next = self.h_raw_end.q.val().get_bits::<8>(0);
+                    self.w_raw_last_keep.d.next = self.h_raw_end.q.val().get_bits::<8>(8);
+                    self.w_payload_last.d.next = self.h_payload_last.q.val();
+                    self.w_payload_last_keep.d.next = self.h_payload_last_keep.q.val();
+                    self.w_src_ip.d.next = self.h_src_ip.q.val();
+                    self.w_dst_ip.d.next = self.h_dst_ip.q.val();
+                    self.w_src_port.d.next = self.h_src_port.q.val();
+                    self.w_dst_port.d.next = self.h_dst_port.q.val();
+                    self.w_seq.d.next = self.h_seq.q.val();
+                    self.w_ack.d.next = self.h_ack.q.val();
+                    self.w_seg_flags.d.next = self.h_seg_flags.q.val();
+                    self.w_window.d.next = self.h_window.q.val();
+                    self.w_payload_len.d.next = self.h_payload_len.q.val();
+                    self.lookup_request.d.next = self.h_for_us.q.val();
                     self.control.d.next = Control::RxLookup;
                 } else if !self.ctx_valid.val() & self.host_tx_valid.val() & self.deliver_free.val()
                 {
@@ -1258,6 +1362,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             Control::RxLookup => {
                 if !self.lookup_request.q.val() {
                     self.not_for_us.increment.next = true;
+                    self.front_release.next = true;
                     self.control.d.next = Control::Idle;
                 } else if self.flows.lookup_ready.val() {
                     self.lookup_request.d.next = false;
@@ -1305,23 +1410,28 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.max_ulpdu.d.next = self.flow_max_ulpdu.q.val();
                 self.hand_over.next = true;
                 self.control.d.next = Control::Idle;
+                // The bank is freed here unless the delivery replays the frame.
+                self.front_release.next = true;
                 if !self.rx_datapath.q.val() {
                     self.deliver.d.next = Deliver::FirmwareStart;
+                    self.front_release.next = false;
                 } else {
                     if self.duplicate.q.val() {
                         self.duplicates.increment.next = true;
                     }
-                    self.rx_firmware_after.d.next = self.w_seg_flags.q.val().get_bit(0);
                     if self.has_payload.q.val() & !self.in_order.q.val() & !self.duplicate.q.val() {
                         self.out_of_order.increment.next = true;
-                        self.rx_firmware_after.d.next = false;
                     }
+                    self.rx_firmware_after.d.next = self.rx_fin_after.val();
                     if self.in_order.q.val() & !self.rx_failed.val() {
                         self.deliver.d.next = Deliver::MpaStart;
+                        self.front_release.next = false;
                     } else if self.has_payload.q.val() {
                         self.deliver.d.next = Deliver::Ack;
+                        self.front_release.next = !self.rx_fin_after.val();
                     } else if self.w_seg_flags.q.val().get_bit(0) {
                         self.deliver.d.next = Deliver::FirmwareStart;
+                        self.front_release.next = false;
                     }
                 }
             }
@@ -1508,15 +1618,30 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.d_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
 
-        // The controller has taken the held frame, or the parser dropped the frame
-        // outright: the next frame goes to the free bank.
         if self.frame_taken.val() {
-            self.in_bank.d.next = self.in_bank.q.val() + 1;
+            self.held.d.next = false;
         }
-        if self.frame_taken.val() | self.parser.frame_unseen.val() {
-            self.ingest.d.next = Ingest::Take;
-            self.raw_wr.d.next = 0.into();
-            self.payload_wr.d.next = 0.into();
+        // The banks: taken at a frame's last beat, freed by whoever is done with them
+        // (each frees its own bank; they may coincide).
+        self.bank_busy.d.next = self.bank_busy.q.val();
+        if self.net_take.val() & self.net_rx_last.val() {
+            self.bank_busy.d.next = self.bank_busy.q.val()
+                | (bit_cast::<4, 1>(true.into())
+                    << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val()));
+        }
+        if self.verdict_drop.val() {
+            self.bank_busy.d.next = self.bank_busy.d.val()
+                & !(bit_cast::<4, 1>(true.into())
+                    << bit_cast::<4, BANK_BITS>(self.payload_bank.q.val()));
+        }
+        if self.front_release.val() {
+            self.bank_busy.d.next = self.bank_busy.d.val()
+                & !(bit_cast::<4, 1>(true.into())
+                    << bit_cast::<4, BANK_BITS>(self.work_bank.q.val()));
+        }
+        if self.back_release.val() {
+            self.bank_busy.d.next = self.bank_busy.d.val()
+                & !(bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.d_bank.q.val()));
         }
 
         self.ticks.d.next = self.ticks.q.val() + 1;
@@ -1527,11 +1652,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.replay_a_valid.d.next = false;
             self.replay_b_valid.d.next = false;
             self.lookup_request.d.next = false;
-            self.in_bank.d.next = 0.into();
             self.deliver.d.next = Deliver::Idle;
-            self.ingest.d.next = Ingest::Take;
+            self.raw_bank.d.next = 0.into();
             self.raw_wr.d.next = 0.into();
+            self.payload_bank.d.next = 0.into();
             self.payload_wr.d.next = 0.into();
+            self.bank_busy.d.next = 0.into();
+            self.held.d.next = false;
             self.event_q.d.next = false;
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
