@@ -50,9 +50,9 @@
 //! ends the flow before word 1; a bad CRC word makes its ULPDU's last beat bad) and
 //! the errors' order, and pushes into the output queue. Stage 1 does not stop at an
 //! error it cannot see yet: once the flow has failed its state no longer matters, and
-//! stage 2 drops the beats that follow. `busy` is high while a beat is in stage 0, stage
-//! 2 or the queue, so a user that waits for it low after a segment's last beat has all of
-//! the segment's ULPDUs out and its errors latched.
+//! stage 2 drops the beats that follow. `busy` is high while a beat is in the skid,
+//! stage 0, stage 2 or the queue, so a user that waits for it low after a segment's
+//! last beat has all of the segment's ULPDUs out and its errors latched.
 //!
 //! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
 //! the output queue has no bubbles of its own. A beat finishes at most two output
@@ -61,10 +61,18 @@
 //! beat and its 1–2-byte final beat both due (and a segment that ends inside an FPDU
 //! owes a full beat and a closing bad one). Such an FPDU is exactly `m + 1` beats long
 //! for `m + 1` output beats, and its header beat finished none, so over each FPDU no
-//! more beats leave than arrive; a three-beat output queue absorbs the difference.
-//! Stage 2 pushes when two places are free after this cycle's dequeue, and holds its
-//! beat (stalling stage 1) otherwise, so `in_ready` is combinational from
-//! `ulpdu_ready`. `tests/blocks/mpa_rx.rs` checks the exact cycle count back to back.
+//! more beats leave than arrive; a four-place output queue (a ring: pushes go to its
+//! tail, the output reads its head) absorbs the difference. Stage 2 pushes when at
+//! most two places are taken *before* this cycle's dequeue, and holds its beat
+//! (stalling stage 1) otherwise: back to back with the output ready the queue holds 0–2
+//! beats, so it never holds, and the pushes do not wait on `ulpdu_ready`, which only
+//! moves the head. A stall reaches stage 0 in the same cycle, but not the input: a
+//! *skid* register takes the beat that arrives while stage 0 cannot load (decoded, as
+//! stage 0 would hold it), stage 0 takes the skid's beat before the next input beat,
+//! and `in_ready` is a register (the skid is empty). So neither `ulpdu_ready` nor the
+//! back-pressure it starts runs through this block into the source's or the sink's
+//! logic (in `nic_top` both were critical paths). `tests/blocks/mpa_rx.rs` checks the
+//! exact cycle count back to back.
 //! Latency: a ULPDU beat leaves three cycles after the input beat that completes it;
 //! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
@@ -112,8 +120,8 @@ pub struct MpaRxDelineator {
     /// Latched: ULPDU_Length above `max_ulpdu_len`, or an FPDU not ending with its
     /// segment.
     pub length_error: Signal<Out, Bit>,
-    /// A beat is still on its way (in stage 0, 2 or the output queue): the ULPDUs and
-    /// errors of the input so far are not all out yet.
+    /// A beat is still on its way (in the skid, stage 0, stage 2 or the output queue):
+    /// the ULPDUs and errors of the input so far are not all out yet.
     pub busy: Signal<Out, Bit>,
     /// The three CRC updates a beat can need, computed side by side so that decoding
     /// the word roles (from ULPDU_Length) is not in series with the XOR matrices: both
@@ -127,9 +135,9 @@ pub struct MpaRxDelineator {
     crc_data_both: Crc32cStep,
     crc_data_low: Crc32cStep,
     crc_data_high: Crc32cStep,
-    s0_crc_both: DFF<Bits<32>>,
-    s0_crc_low: DFF<Bits<32>>,
-    s0_crc_high: DFF<Bits<32>>,
+    s0_crc_both: Signal<Local, Bits<32>>,
+    s0_crc_low: Signal<Local, Bits<32>>,
+    s0_crc_high: Signal<Local, Bits<32>>,
     /// The CRC register after both words / the low word of the stage-1 beat.
     crc_after_both: Signal<Local, Bits<32>>,
     crc_after_low: Signal<Local, Bits<32>>,
@@ -145,13 +153,6 @@ pub struct MpaRxDelineator {
     keep_all: Constant<Bits<8>>,
     /// The head of the output queue leaves this cycle.
     dequeue: Signal<Local, Bit>,
-    /// The output queue after this cycle's dequeue, before this cycle's pushes.
-    kept0_data: Signal<Local, Bits<64>>,
-    kept0_tag: Signal<Local, Bits<11>>,
-    kept1_data: Signal<Local, Bits<64>>,
-    kept1_tag: Signal<Local, Bits<11>>,
-    kept2_data: Signal<Local, Bits<64>>,
-    kept2_tag: Signal<Local, Bits<11>>,
     failed: Signal<Local, Bit>,
     /// Stage 0: the input beat, registered with what can be decoded from it alone (its
     /// words' `keep`, its two possible ULPDU_Lengths compared and converted), so stage
@@ -160,35 +161,62 @@ pub struct MpaRxDelineator {
     /// stage 1 takes its beat.
     s0_load: Signal<Local, Bit>,
     s0_valid: DFF<Bit>,
-    s0_data: DFF<Bits<64>>,
-    s0_last: DFF<Bit>,
+    /// Stage 0's registers, packed (255 bits): the fields below are read from it.
+    s0_word: DFF<Bits<255>>,
+    /// The input beat decoded (what stage 0 would register).
+    in_word: Signal<Local, Bits<255>>,
+    in_w0_valid: Signal<Local, Bit>,
+    in_w1_valid: Signal<Local, Bit>,
+    in_partial: Signal<Local, Bit>,
+    in_body0_less1: Signal<Local, Bits<16>>,
+    in_body1: Signal<Local, Bits<16>>,
+    in_len0_body0: Signal<Local, Bit>,
+    in_len0_body1: Signal<Local, Bit>,
+    in_len0_body2: Signal<Local, Bit>,
+    in_len0_body3: Signal<Local, Bit>,
+    in_len1_body0: Signal<Local, Bit>,
+    in_len1_body1: Signal<Local, Bit>,
+    in_len1_body2: Signal<Local, Bit>,
+    in_len0_over: Signal<Local, Bit>,
+    in_len1_over: Signal<Local, Bit>,
+    in_len0_zero: Signal<Local, Bit>,
+    in_len1_zero: Signal<Local, Bit>,
+    /// The skid: an input beat, decoded, that arrived while stage 0 could not load;
+    /// stage 0 takes it before the next input beat. It makes `in_ready` a register
+    /// (no skid beat held), so the back-pressure from the output stops here rather
+    /// than running on into the source's logic.
+    skid_word: DFF<Bits<255>>,
+    skid_valid: DFF<Bit>,
+    in_take: Signal<Local, Bit>,
+    s0_data: Signal<Local, Bits<64>>,
+    s0_last: Signal<Local, Bit>,
     /// ULPDU_Length of the beat at `in_*` if word 0 / word 1 is a header.
     in_len0: Signal<Local, Bits<16>>,
     in_len1: Signal<Local, Bits<16>>,
     /// That length is above `max_ulpdu_len`.
-    len0_over: DFF<Bit>,
-    len1_over: DFF<Bit>,
+    len0_over: Signal<Local, Bit>,
+    len1_over: Signal<Local, Bit>,
     /// That length is 0.
-    len0_zero: DFF<Bit>,
-    len1_zero: DFF<Bit>,
+    len0_zero: Signal<Local, Bit>,
+    len1_zero: Signal<Local, Bit>,
     /// The stage-0 beat is taken and processed this cycle (taken beats of a failed flow
     /// are dropped).
     take: Signal<Local, Bit>,
-    w0_valid: DFF<Bit>,
-    w1_valid: DFF<Bit>,
+    w0_valid: Signal<Local, Bit>,
+    w1_valid: Signal<Local, Bit>,
     /// The beat ends inside a word.
-    partial: DFF<Bit>,
+    partial: Signal<Local, Bit>,
     /// ULPDU_Length of the stage-0 beat if word 0 / word 1 is a header.
-    len0: DFF<Bits<16>>,
-    len1: DFF<Bits<16>>,
+    len0: Signal<Local, Bits<16>>,
+    len1: Signal<Local, Bits<16>>,
     /// Body words between a header with that length and its CRC word:
     /// `ceil((2 + len) / 4) - 1 = floor((len + 1) / 4)`.
-    body0: DFF<Bits<16>>,
-    body1: DFF<Bits<16>>,
+    body0: Signal<Local, Bits<16>>,
+    body1: Signal<Local, Bits<16>>,
     /// `body0` of the beat at `in_*`, and `body0 - 1` of the stage-0 beat (the count
     /// after word 1 when word 0 is a header): no subtraction follows another in stage 1.
     in_body0: Signal<Local, Bits<16>>,
-    body0_less1: DFF<Bits<16>>,
+    body0_less1: Signal<Local, Bits<16>>,
     /// `words_left - 1`, `words_left - 2`, side by side.
     words_left_less1: Signal<Local, Bits<16>>,
     words_left_less2: Signal<Local, Bits<16>>,
@@ -232,12 +260,12 @@ pub struct MpaRxDelineator {
     final_out: Signal<Local, Bit>,
     final_out_data: Signal<Local, Bits<64>>,
     final_out_keep: Signal<Local, Bits<8>>,
-    final_out_tag: Signal<Local, Bits<11>>,
+    final_out_tag: Signal<Local, Bits<10>>,
     /// This beat owes a beat that goes first: the held last beat of the previous
     /// ULPDU (its CRC is word 0), or a full beat of the current one.
     first_out: Signal<Local, Bit>,
     first_out_data: Signal<Local, Bits<64>>,
-    first_out_tag: Signal<Local, Bits<11>>,
+    first_out_tag: Signal<Local, Bits<10>>,
     /// Stage 2: the beat stage 1 finished last cycle (if `s2_valid`), as the output
     /// beats it owes (`first_out`, then `final_out`, their tags assuming the CRCs
     /// match) and what decides whether they go: word 0 is a CRC word (`s2_w0_check`)
@@ -246,17 +274,18 @@ pub struct MpaRxDelineator {
     s2_valid: DFF<Bit>,
     s2_first: DFF<Bit>,
     s2_first_data: DFF<Bits<64>>,
-    s2_first_tag: DFF<Bits<11>>,
+    s2_first_tag: DFF<Bits<10>>,
     s2_final: DFF<Bit>,
     s2_final_data: DFF<Bits<64>>,
-    s2_final_tag: DFF<Bits<11>>,
+    s2_final_tag: DFF<Bits<10>>,
     s2_w0_check: DFF<Bit>,
     s2_ok0: DFF<Bit>,
     s2_w1_check: DFF<Bit>,
     s2_crc_after_w0: DFF<Bits<32>>,
     s2_word1: DFF<Bits<32>>,
     s2_length_error: DFF<Bit>,
-    /// The queue has two free places after this cycle's dequeue.
+    /// The queue has two free places before this cycle's dequeue (so the pushes never
+    /// wait on `ulpdu_ready`).
     room: Signal<Local, Bit>,
     /// Stage 2 moves on this cycle (its beat goes into the queue, or is dropped).
     s2_advance: Signal<Local, Bit>,
@@ -267,8 +296,8 @@ pub struct MpaRxDelineator {
     crc_bad1: Signal<Local, Bit>,
     push_first: Signal<Local, Bit>,
     push_final: Signal<Local, Bit>,
-    push_first_tag: Signal<Local, Bits<11>>,
-    push_final_tag: Signal<Local, Bits<11>>,
+    push_first_tag: Signal<Local, Bits<10>>,
+    push_final_tag: Signal<Local, Bits<10>>,
     /// Inside an FPDU: header seen, not yet its CRC word.
     in_fpdu: DFF<Bit>,
     /// Body words left before the CRC word.
@@ -280,13 +309,13 @@ pub struct MpaRxDelineator {
     left_is2: DFF<Bit>,
     /// Header lengths by the body words they give: `body = 0` is `len < 3`, `body = 1`
     /// is `3 <= len < 7`, and so on.
-    len0_body0: DFF<Bit>,
-    len0_body1: DFF<Bit>,
-    len0_body2: DFF<Bit>,
-    len0_body3: DFF<Bit>,
-    len1_body0: DFF<Bit>,
-    len1_body1: DFF<Bit>,
-    len1_body2: DFF<Bit>,
+    len0_body0: Signal<Local, Bit>,
+    len0_body1: Signal<Local, Bit>,
+    len0_body2: Signal<Local, Bit>,
+    len0_body3: Signal<Local, Bit>,
+    len1_body0: Signal<Local, Bit>,
+    len1_body1: Signal<Local, Bit>,
+    len1_body2: Signal<Local, Bit>,
     /// `left1` / `left2` is 0, 1, 2.
     left1_is0: Signal<Local, Bit>,
     left1_is1: Signal<Local, Bit>,
@@ -309,14 +338,24 @@ pub struct MpaRxDelineator {
     fin_keep: DFF<Bits<8>>,
     crc_failed: DFF<Bit>,
     length_failed: DFF<Bit>,
-    /// The output queue, head first: three beats, each data and a tag of
-    /// `{valid, good, last, keep[7:0]}` (bits 10, 9, 8, 7:0).
+    /// The output queue: four places in a ring, each data and a tag of
+    /// `{good, last, keep[7:0]}` (bits 9, 8, 7:0), `queue_count` of them from
+    /// `queue_head` on.
     queue0_data: DFF<Bits<64>>,
-    queue0_tag: DFF<Bits<11>>,
+    queue0_tag: DFF<Bits<10>>,
     queue1_data: DFF<Bits<64>>,
-    queue1_tag: DFF<Bits<11>>,
+    queue1_tag: DFF<Bits<10>>,
     queue2_data: DFF<Bits<64>>,
-    queue2_tag: DFF<Bits<11>>,
+    queue2_tag: DFF<Bits<10>>,
+    queue3_data: DFF<Bits<64>>,
+    queue3_tag: DFF<Bits<10>>,
+    queue_head: DFF<Bits<2>>,
+    queue_tail: DFF<Bits<2>>,
+    queue_count: DFF<Bits<3>>,
+    /// Where this cycle's final push goes: after the first push, if there is one.
+    final_slot: Signal<Local, Bits<2>>,
+    /// The beat at the head.
+    head_tag: Signal<Local, Bits<10>>,
 }
 
 impl Default for MpaRxDelineator {
@@ -358,15 +397,30 @@ impl Default for MpaRxDelineator {
             keep_low_word: Constant::new(0x0F.into()),
             keep_all: Constant::new(0xFF.into()),
             dequeue: Default::default(),
-            kept0_data: Default::default(),
-            kept0_tag: Default::default(),
-            kept1_data: Default::default(),
-            kept1_tag: Default::default(),
-            kept2_data: Default::default(),
-            kept2_tag: Default::default(),
             failed: Default::default(),
             s0_load: Default::default(),
             s0_valid: Default::default(),
+            s0_word: Default::default(),
+            in_word: Default::default(),
+            skid_word: Default::default(),
+            skid_valid: Default::default(),
+            in_take: Default::default(),
+            in_w0_valid: Default::default(),
+            in_w1_valid: Default::default(),
+            in_partial: Default::default(),
+            in_body0_less1: Default::default(),
+            in_body1: Default::default(),
+            in_len0_body0: Default::default(),
+            in_len0_body1: Default::default(),
+            in_len0_body2: Default::default(),
+            in_len0_body3: Default::default(),
+            in_len1_body0: Default::default(),
+            in_len1_body1: Default::default(),
+            in_len1_body2: Default::default(),
+            in_len0_over: Default::default(),
+            in_len1_over: Default::default(),
+            in_len0_zero: Default::default(),
+            in_len1_zero: Default::default(),
             s0_data: Default::default(),
             s0_last: Default::default(),
             in_len0: Default::default(),
@@ -475,6 +529,13 @@ impl Default for MpaRxDelineator {
             queue1_tag: Default::default(),
             queue2_data: Default::default(),
             queue2_tag: Default::default(),
+            queue3_data: Default::default(),
+            queue3_tag: Default::default(),
+            queue_head: Default::default(),
+            queue_tail: Default::default(),
+            queue_count: Default::default(),
+            final_slot: Default::default(),
+            head_tag: Default::default(),
         }
     }
 }
@@ -486,30 +547,6 @@ impl Logic for MpaRxDelineator {
             self,
             clock,
             s0_valid,
-            s0_data,
-            s0_last,
-            len0,
-            len1,
-            len0_over,
-            len1_over,
-            len0_zero,
-            len1_zero,
-            s0_crc_both,
-            s0_crc_low,
-            s0_crc_high,
-            w0_valid,
-            w1_valid,
-            partial,
-            body0,
-            body1,
-            body0_less1,
-            len0_body0,
-            len0_body1,
-            len0_body2,
-            len0_body3,
-            len1_body0,
-            len1_body1,
-            len1_body2,
             in_fpdu,
             words_left,
             left_is0,
@@ -530,6 +567,11 @@ impl Logic for MpaRxDelineator {
             queue1_tag,
             queue2_data,
             queue2_tag,
+            queue3_data,
+            queue3_tag,
+            queue_head,
+            queue_tail,
+            queue_count,
             s2_valid,
             s2_first,
             s2_first_data,
@@ -542,31 +584,21 @@ impl Logic for MpaRxDelineator {
             s2_w1_check,
             s2_crc_after_w0,
             s2_word1,
-            s2_length_error
+            s2_length_error,
+            s0_word,
+            skid_word,
+            skid_valid
         );
-        self.dequeue.next = self.queue0_tag.q.val().get_bit(10) & self.ulpdu_ready.val();
-        self.kept0_data.next = self.queue0_data.q.val();
-        self.kept0_tag.next = self.queue0_tag.q.val();
-        self.kept1_data.next = self.queue1_data.q.val();
-        self.kept1_tag.next = self.queue1_tag.q.val();
-        self.kept2_data.next = self.queue2_data.q.val();
-        self.kept2_tag.next = self.queue2_tag.q.val();
-        if self.dequeue.val() {
-            self.kept0_data.next = self.queue1_data.q.val();
-            self.kept0_tag.next = self.queue1_tag.q.val();
-            self.kept1_data.next = self.queue2_data.q.val();
-            self.kept1_tag.next = self.queue2_tag.q.val();
-            self.kept2_tag.next = 0.into();
-        }
+        self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
         self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
         // Stage 2 pushes at most two beats into the queue; a failed flow drops its
         // beats without waiting for the output. Stage 1 takes the stage-0 beat when
         // stage 2 is free or moves on; stage 0 loads when it is empty or taken.
-        self.room.next = !self.kept1_tag.val().get_bit(10);
+        self.room.next = self.queue_count.q.val() < 3;
         self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
         self.take.next = self.s0_valid.q.val() & self.s2_advance.val() & !self.failed.val();
         self.s0_load.next = !self.s0_valid.q.val() | self.s2_advance.val();
-        self.in_ready.next = self.s0_load.val() & !self.reset.val();
+        self.in_ready.next = !self.skid_valid.q.val() & !self.reset.val();
 
         // Stage 0: the beat as two words, and each word read as a header.
         // ULPDU_Length is big-endian: its high byte is byte 0 (bits 7:0).
@@ -587,38 +619,91 @@ impl Logic for MpaRxDelineator {
         self.crc_data_high.state.next = self.crc_init.val();
         self.crc_data_high.data.next = self.in_data.val() >> 32;
         self.crc_data_high.keep.next = self.keep_low_word.val();
-        if self.s0_load.val() {
-            self.s0_crc_both.d.next = self.crc_data_both.next_state.val();
-            self.s0_crc_low.d.next = self.crc_data_low.next_state.val();
-            self.s0_crc_high.d.next = self.crc_data_high.next_state.val();
-            self.s0_valid.d.next = self.in_valid.val();
-            self.s0_data.d.next = self.in_data.val();
-            self.s0_last.d.next = self.in_last.val();
-            self.len0.d.next = self.in_len0.val();
-            self.len1.d.next = self.in_len1.val();
-            self.w0_valid.d.next = self.in_keep.val().get_bit(3);
-            self.w1_valid.d.next = self.in_keep.val().get_bit(7);
-            self.partial.d.next = (self.in_keep.val() != 0x00)
-                & (self.in_keep.val() != 0x0F)
-                & (self.in_keep.val() != 0xFF);
-            self.body0.d.next = self.in_body0.val();
-            self.body0_less1.d.next = self.in_body0.val() - 1;
-            self.body1.d.next = self.in_len1.val() >> 2;
-            if self.in_len1.val().get_bits::<2>(0) == 3 {
-                self.body1.d.next = (self.in_len1.val() >> 2) + 1;
-            }
-            self.len0_body0.d.next = self.in_len0.val() < 3;
-            self.len0_body1.d.next = (self.in_len0.val() > 2) & (self.in_len0.val() < 7);
-            self.len0_body2.d.next = (self.in_len0.val() > 6) & (self.in_len0.val() < 11);
-            self.len0_body3.d.next = (self.in_len0.val() > 10) & (self.in_len0.val() < 15);
-            self.len1_body0.d.next = self.in_len1.val() < 3;
-            self.len1_body1.d.next = (self.in_len1.val() > 2) & (self.in_len1.val() < 7);
-            self.len1_body2.d.next = (self.in_len1.val() > 6) & (self.in_len1.val() < 11);
-            self.len0_over.d.next = self.in_len0.val() > self.max_ulpdu_len.val();
-            self.len1_over.d.next = self.in_len1.val() > self.max_ulpdu_len.val();
-            self.len0_zero.d.next = self.in_len0.val() == 0;
-            self.len1_zero.d.next = self.in_len1.val() == 0;
+        self.in_w0_valid.next = self.in_keep.val().get_bit(3);
+        self.in_w1_valid.next = self.in_keep.val().get_bit(7);
+        self.in_partial.next = (self.in_keep.val() != 0x00)
+            & (self.in_keep.val() != 0x0F)
+            & (self.in_keep.val() != 0xFF);
+        self.in_body0_less1.next = self.in_body0.val() - 1;
+        self.in_body1.next = self.in_len1.val() >> 2;
+        if self.in_len1.val().get_bits::<2>(0) == 3 {
+            self.in_body1.next = (self.in_len1.val() >> 2) + 1;
         }
+        self.in_len0_body0.next = self.in_len0.val() < 3;
+        self.in_len0_body1.next = (self.in_len0.val() > 2) & (self.in_len0.val() < 7);
+        self.in_len0_body2.next = (self.in_len0.val() > 6) & (self.in_len0.val() < 11);
+        self.in_len0_body3.next = (self.in_len0.val() > 10) & (self.in_len0.val() < 15);
+        self.in_len1_body0.next = self.in_len1.val() < 3;
+        self.in_len1_body1.next = (self.in_len1.val() > 2) & (self.in_len1.val() < 7);
+        self.in_len1_body2.next = (self.in_len1.val() > 6) & (self.in_len1.val() < 11);
+        self.in_len0_over.next = self.in_len0.val() > self.max_ulpdu_len.val();
+        self.in_len1_over.next = self.in_len1.val() > self.max_ulpdu_len.val();
+        self.in_len0_zero.next = self.in_len0.val() == 0;
+        self.in_len1_zero.next = self.in_len1.val() == 0;
+        self.in_word.next = bit_cast::<255, 32>(self.crc_data_both.next_state.val())
+            | (bit_cast::<255, 32>(self.crc_data_low.next_state.val()) << 32)
+            | (bit_cast::<255, 32>(self.crc_data_high.next_state.val()) << 64)
+            | (bit_cast::<255, 64>(self.in_data.val()) << 96)
+            | (bit_cast::<255, 16>(self.in_len0.val()) << 160)
+            | (bit_cast::<255, 16>(self.in_len1.val()) << 176)
+            | (bit_cast::<255, 16>(self.in_body0.val()) << 192)
+            | (bit_cast::<255, 16>(self.in_body0_less1.val()) << 208)
+            | (bit_cast::<255, 16>(self.in_body1.val()) << 224)
+            | (bit_cast::<255, 1>(self.in_last.val().into()) << 240)
+            | (bit_cast::<255, 1>(self.in_w0_valid.val().into()) << 241)
+            | (bit_cast::<255, 1>(self.in_w1_valid.val().into()) << 242)
+            | (bit_cast::<255, 1>(self.in_partial.val().into()) << 243)
+            | (bit_cast::<255, 1>(self.in_len0_body0.val().into()) << 244)
+            | (bit_cast::<255, 1>(self.in_len0_body1.val().into()) << 245)
+            | (bit_cast::<255, 1>(self.in_len0_body2.val().into()) << 246)
+            | (bit_cast::<255, 1>(self.in_len0_body3.val().into()) << 247)
+            | (bit_cast::<255, 1>(self.in_len1_body0.val().into()) << 248)
+            | (bit_cast::<255, 1>(self.in_len1_body1.val().into()) << 249)
+            | (bit_cast::<255, 1>(self.in_len1_body2.val().into()) << 250)
+            | (bit_cast::<255, 1>(self.in_len0_over.val().into()) << 251)
+            | (bit_cast::<255, 1>(self.in_len1_over.val().into()) << 252)
+            | (bit_cast::<255, 1>(self.in_len0_zero.val().into()) << 253)
+            | (bit_cast::<255, 1>(self.in_len1_zero.val().into()) << 254);
+        // Stage 0 loads the skid's beat if there is one (the input waits meanwhile),
+        // else the input's; an input beat that stage 0 cannot take goes to the skid.
+        self.in_take.next = self.in_valid.val() & self.in_ready.val();
+        if self.s0_load.val() {
+            if self.skid_valid.q.val() {
+                self.s0_word.d.next = self.skid_word.q.val();
+                self.s0_valid.d.next = true;
+                self.skid_valid.d.next = false;
+            } else {
+                self.s0_word.d.next = self.in_word.val();
+                self.s0_valid.d.next = self.in_take.val();
+            }
+        } else if self.in_take.val() {
+            self.skid_word.d.next = self.in_word.val();
+            self.skid_valid.d.next = true;
+        }
+        self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0);
+        self.s0_crc_low.next = self.s0_word.q.val().get_bits::<32>(32);
+        self.s0_crc_high.next = self.s0_word.q.val().get_bits::<32>(64);
+        self.s0_data.next = self.s0_word.q.val().get_bits::<64>(96);
+        self.len0.next = self.s0_word.q.val().get_bits::<16>(160);
+        self.len1.next = self.s0_word.q.val().get_bits::<16>(176);
+        self.body0.next = self.s0_word.q.val().get_bits::<16>(192);
+        self.body0_less1.next = self.s0_word.q.val().get_bits::<16>(208);
+        self.body1.next = self.s0_word.q.val().get_bits::<16>(224);
+        self.s0_last.next = self.s0_word.q.val().get_bit(240);
+        self.w0_valid.next = self.s0_word.q.val().get_bit(241);
+        self.w1_valid.next = self.s0_word.q.val().get_bit(242);
+        self.partial.next = self.s0_word.q.val().get_bit(243);
+        self.len0_body0.next = self.s0_word.q.val().get_bit(244);
+        self.len0_body1.next = self.s0_word.q.val().get_bit(245);
+        self.len0_body2.next = self.s0_word.q.val().get_bit(246);
+        self.len0_body3.next = self.s0_word.q.val().get_bit(247);
+        self.len1_body0.next = self.s0_word.q.val().get_bit(248);
+        self.len1_body1.next = self.s0_word.q.val().get_bit(249);
+        self.len1_body2.next = self.s0_word.q.val().get_bit(250);
+        self.len0_over.next = self.s0_word.q.val().get_bit(251);
+        self.len1_over.next = self.s0_word.q.val().get_bit(252);
+        self.len0_zero.next = self.s0_word.q.val().get_bit(253);
+        self.len1_zero.next = self.s0_word.q.val().get_bit(254);
 
         // Stage 1. Word roles, word 0 then word 1.
         self.w0_hdr.next = !self.in_fpdu.q.val();
@@ -628,7 +713,7 @@ impl Logic for MpaRxDelineator {
         self.words_left_less2.next = self.words_left.q.val() - 2;
         self.left1.next = self.words_left_less1.val();
         if self.w0_hdr.val() {
-            self.left1.next = self.body0.q.val();
+            self.left1.next = self.body0.val();
         }
         self.w1_hdr.next = self.w0_crc.val();
         // body0 == 0 exactly when len0 <= 2, body0 == 1 when len0 is 3..=6.
@@ -636,39 +721,39 @@ impl Logic for MpaRxDelineator {
         self.left1_is1.next = self.left_is2.q.val();
         self.left1_is2.next = self.words_left.q.val() == 3;
         if self.w0_hdr.val() {
-            self.left1_is0.next = self.len0_body0.q.val();
-            self.left1_is1.next = self.len0_body1.q.val();
-            self.left1_is2.next = self.len0_body2.q.val();
+            self.left1_is0.next = self.len0_body0.val();
+            self.left1_is1.next = self.len0_body1.val();
+            self.left1_is2.next = self.len0_body2.val();
         }
         self.crc_next1.next = self.left1_is0.val();
         self.crc_next2.next = self.left1_is1.val();
         if self.w1_hdr.val() {
-            self.crc_next2.next = self.len1_body0.q.val();
+            self.crc_next2.next = self.len1_body0.val();
         }
         self.w1_crc.next = !self.w0_crc.val() & self.crc_next1.val();
         self.left2.next = self.words_left_less2.val();
         if self.w0_hdr.val() {
-            self.left2.next = self.body0_less1.q.val();
+            self.left2.next = self.body0_less1.val();
         }
         self.left2_is0.next = self.left_is2.q.val();
         self.left2_is1.next = self.words_left.q.val() == 3;
         self.left2_is2.next = self.words_left.q.val() == 4;
         if self.w0_hdr.val() {
-            self.left2_is0.next = self.len0_body1.q.val();
-            self.left2_is1.next = self.len0_body2.q.val();
-            self.left2_is2.next = self.len0_body3.q.val();
+            self.left2_is0.next = self.len0_body1.val();
+            self.left2_is1.next = self.len0_body2.val();
+            self.left2_is2.next = self.len0_body3.val();
         }
         if self.w1_hdr.val() {
-            self.left2.next = self.body1.q.val();
-            self.left2_is0.next = self.len1_body0.q.val();
-            self.left2_is1.next = self.len1_body1.q.val();
-            self.left2_is2.next = self.len1_body2.q.val();
+            self.left2.next = self.body1.val();
+            self.left2_is0.next = self.len1_body0.val();
+            self.left2_is1.next = self.len1_body1.val();
+            self.left2_is2.next = self.len1_body2.val();
         }
         self.in_after.next = self.in_fpdu.q.val();
-        if self.w0_valid.q.val() {
+        if self.w0_valid.val() {
             self.in_after.next = !self.w0_crc.val();
         }
-        if self.w1_valid.q.val() {
+        if self.w1_valid.val() {
             self.in_after.next = !self.w1_crc.val();
         }
 
@@ -682,24 +767,24 @@ impl Logic for MpaRxDelineator {
         self.crc_low.state.next = self.crc_state.q.val();
         self.crc_low.data.next = self.data_zero.val();
         self.crc_low.keep.next = self.keep_low_word.val();
-        self.crc_after_both.next = self.crc_both.next_state.val() ^ self.s0_crc_both.q.val();
-        self.crc_after_low.next = self.crc_low.next_state.val() ^ self.s0_crc_low.q.val();
+        self.crc_after_both.next = self.crc_both.next_state.val() ^ self.s0_crc_both.val();
+        self.crc_after_low.next = self.crc_low.next_state.val() ^ self.s0_crc_low.val();
         // The CRC field is sent least significant byte first: it is the word as it
         // stands in a little-endian beat. Word 0 is compared here, with the register;
         // word 1, against the CRC after word 0, in stage 2.
-        self.crc_ok0.next = !self.crc_state.q.val() == self.s0_data.q.val().get_bits::<32>(0);
+        self.crc_ok0.next = !self.crc_state.q.val() == self.s0_data.val().get_bits::<32>(0);
 
         // Length errors, in the reference's order: word 0 first, and a word after an
         // error is not looked at. A CRC error found in stage 2 overrides what stage 1
         // made of the words after it: the flow has failed, so stage 1's state no
         // longer matters, and stage 2 drops the beats it still owes.
-        self.too_long0.next = self.w0_valid.q.val() & self.w0_hdr.val() & self.len0_over.q.val();
-        self.too_long1.next = self.w1_valid.q.val()
+        self.too_long0.next = self.w0_valid.val() & self.w0_hdr.val() & self.len0_over.val();
+        self.too_long1.next = self.w1_valid.val()
             & self.w1_hdr.val()
-            & self.len1_over.q.val()
+            & self.len1_over.val()
             & !self.too_long0.val();
-        self.unended.next = self.s0_last.q.val()
-            & (self.partial.q.val() | self.in_after.val())
+        self.unended.next = self.s0_last.val()
+            & (self.partial.val() | self.in_after.val())
             & !self.too_long0.val()
             & !self.too_long1.val();
 
@@ -708,11 +793,11 @@ impl Logic for MpaRxDelineator {
         // never meets): the flow stops there, so what stage 1 keeps no longer matters,
         // and the length compares stay off the data selection.
         self.hdr_at_w1.next = !self.w0_hdr.val();
-        self.hdr_here.next = (self.w0_valid.q.val() & self.w0_hdr.val())
-            | (self.w1_valid.q.val() & self.w1_hdr.val());
-        self.hdr_len.next = self.len0.q.val();
+        self.hdr_here.next = (self.w0_valid.val() & self.w0_hdr.val())
+            | (self.w1_valid.val() & self.w1_hdr.val());
+        self.hdr_len.next = self.len0.val();
         if self.hdr_at_w1.val() {
-            self.hdr_len.next = self.len1.q.val();
+            self.hdr_len.next = self.len1.val();
         }
         match self.hdr_len.val().get_bits::<3>(0).index() {
             1 => self.hdr_keep.next = 0x01.into(),
@@ -724,31 +809,31 @@ impl Logic for MpaRxDelineator {
             7 => self.hdr_keep.next = 0x7F.into(),
             _ => self.hdr_keep.next = 0xFF.into(),
         }
-        if (!self.hdr_at_w1.val() & self.len0_zero.q.val())
-            | (self.hdr_at_w1.val() & self.len1_zero.q.val())
+        if (!self.hdr_at_w1.val() & self.len0_zero.val())
+            | (self.hdr_at_w1.val() & self.len1_zero.val())
         {
             self.hdr_keep.next = self.keep_none.val();
         }
-        self.complete0.next = self.w0_valid.q.val() & !self.w0_crc.val() & self.crc_next1.val();
-        self.complete1.next = self.w1_valid.q.val() & !self.w1_crc.val() & self.crc_next2.val();
+        self.complete0.next = self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val();
+        self.complete1.next = self.w1_valid.val() & !self.w1_crc.val() & self.crc_next2.val();
         self.data_complete.next = self.complete0.val() | self.complete1.val();
-        self.full_emit.next = self.w0_valid.q.val()
+        self.full_emit.next = self.w0_valid.val()
             & self.w0_body.val()
             & (self.out_left.q.val() > 8)
-            & (!self.offset6.q.val() | self.w1_valid.q.val());
+            & (!self.offset6.q.val() | self.w1_valid.val());
         if self.offset6.q.val() {
-            self.realigned.next = (self.s0_data.q.val() << 16) | (self.prev.q.val() >> 48);
+            self.realigned.next = (self.s0_data.val() << 16) | (self.prev.q.val() >> 48);
         } else {
-            self.realigned.next = (self.s0_data.q.val() << 48) | (self.prev.q.val() >> 16);
+            self.realigned.next = (self.s0_data.val() << 48) | (self.prev.q.val() >> 16);
         }
         self.shift6_now.next = self.offset6.q.val();
         if self.hdr_here.val() {
             self.shift6_now.next = self.hdr_at_w1.val();
         }
         if self.shift6_now.val() {
-            self.shifted.next = self.s0_data.q.val() >> 48;
+            self.shifted.next = self.s0_data.val() >> 48;
         } else {
-            self.shifted.next = self.s0_data.q.val() >> 16;
+            self.shifted.next = self.s0_data.val() >> 16;
         }
         self.final_data.next = self.realigned.val();
         if self.hdr_here.val() | self.full_emit.val() {
@@ -763,35 +848,35 @@ impl Logic for MpaRxDelineator {
         // when the segment ends inside the FPDU (then it ends the packet as bad: with
         // its bytes if all arrived, else empty). Good if word 1's CRC matches.
         self.final_out.next =
-            (self.complete0.val() & self.w1_valid.q.val() & !self.too_long0.val())
+            (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
                 | (self.unended.val() & self.in_after.val());
         self.final_out_data.next = 0_u64.into();
         self.final_out_keep.next = self.keep_none.val();
         if self.data_complete.val() {
             self.final_out_data.next = self.final_data.val();
             self.final_out_keep.next = self.final_keep_now.val();
-        } else if !self.w0_valid.q.val() & self.w0_crc.val() {
+        } else if !self.w0_valid.val() & self.w0_crc.val() {
             self.final_out_data.next = self.fin_data.q.val();
             self.final_out_keep.next = self.fin_keep.q.val();
         }
-        if self.complete0.val() & self.w1_valid.q.val() {
-            self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x700;
+        if self.complete0.val() & self.w1_valid.val() {
+            self.final_out_tag.next = bit_cast::<10, 8>(self.final_out_keep.val()) | 0x300;
         } else {
-            self.final_out_tag.next = bit_cast::<11, 8>(self.final_out_keep.val()) | 0x500;
+            self.final_out_tag.next = bit_cast::<10, 8>(self.final_out_keep.val()) | 0x100;
         }
-        self.first_out.next = (self.w0_valid.q.val() & self.w0_crc.val()) | self.full_emit.val();
+        self.first_out.next = (self.w0_valid.val() & self.w0_crc.val()) | self.full_emit.val();
         self.first_out_data.next = self.realigned.val();
-        self.first_out_tag.next = bit_cast::<11, 8>(self.keep_all.val()) | 0x400;
+        self.first_out_tag.next = bit_cast::<10, 8>(self.keep_all.val());
         if self.w0_crc.val() {
             // The previous ULPDU's last beat, held for this CRC word: good if it matches.
             self.first_out_data.next = self.fin_data.q.val();
-            self.first_out_tag.next = bit_cast::<11, 8>(self.fin_keep.q.val()) | 0x700;
+            self.first_out_tag.next = bit_cast::<10, 8>(self.fin_keep.q.val()) | 0x300;
         }
 
         // Stage 2: the CRC verdicts, in the reference's order (a CRC error in word 0
         // ends the flow before word 1, and beats after an error are dropped), then the
-        // pushes into the queue: what stays after the dequeue, then the `first_out` beat,
-        // then the `final_out` one. `s2_advance` made sure two places are free.
+        // pushes into the queue at its tail: the `first_out` beat, then the `final_out`
+        // one. `s2_advance` made sure two places are free.
         self.s2_live.next = self.s2_valid.q.val() & self.room.val() & !self.failed.val();
         self.crc_bad0.next = self.s2_w0_check.q.val() & !self.s2_ok0.q.val();
         self.crc_ok1.next = !self.s2_crc_after_w0.q.val() == self.s2_word1.q.val();
@@ -800,42 +885,65 @@ impl Logic for MpaRxDelineator {
         self.push_final.next = self.s2_live.val() & self.s2_final.q.val() & !self.crc_bad0.val();
         self.push_first_tag.next = self.s2_first_tag.q.val();
         if self.crc_bad0.val() {
-            self.push_first_tag.next = self.s2_first_tag.q.val() & 0x5FF;
+            self.push_first_tag.next = self.s2_first_tag.q.val() & 0x1FF;
         }
         self.push_final_tag.next = self.s2_final_tag.q.val();
         if self.crc_bad1.val() {
-            self.push_final_tag.next = self.s2_final_tag.q.val() & 0x5FF;
+            self.push_final_tag.next = self.s2_final_tag.q.val() & 0x1FF;
         }
-        self.queue0_data.d.next = self.kept0_data.val();
-        self.queue0_tag.d.next = self.kept0_tag.val();
-        self.queue1_data.d.next = self.kept1_data.val();
-        self.queue1_tag.d.next = self.kept1_tag.val();
-        self.queue2_data.d.next = self.kept2_data.val();
-        self.queue2_tag.d.next = self.kept2_tag.val();
         if self.push_first.val() {
-            if self.kept0_tag.val().get_bit(10) {
-                self.queue1_data.d.next = self.s2_first_data.q.val();
-                self.queue1_tag.d.next = self.push_first_tag.val();
-                if self.push_final.val() {
-                    self.queue2_data.d.next = self.s2_final_data.q.val();
-                    self.queue2_tag.d.next = self.push_final_tag.val();
+            match self.queue_tail.q.val().index() {
+                0 => {
+                    self.queue0_data.d.next = self.s2_first_data.q.val();
+                    self.queue0_tag.d.next = self.push_first_tag.val();
                 }
-            } else {
-                self.queue0_data.d.next = self.s2_first_data.q.val();
-                self.queue0_tag.d.next = self.push_first_tag.val();
-                if self.push_final.val() {
+                1 => {
+                    self.queue1_data.d.next = self.s2_first_data.q.val();
+                    self.queue1_tag.d.next = self.push_first_tag.val();
+                }
+                2 => {
+                    self.queue2_data.d.next = self.s2_first_data.q.val();
+                    self.queue2_tag.d.next = self.push_first_tag.val();
+                }
+                _ => {
+                    self.queue3_data.d.next = self.s2_first_data.q.val();
+                    self.queue3_tag.d.next = self.push_first_tag.val();
+                }
+            }
+        }
+        self.final_slot.next = self.queue_tail.q.val();
+        if self.push_first.val() {
+            self.final_slot.next = self.queue_tail.q.val() + 1;
+        }
+        if self.push_final.val() {
+            match self.final_slot.val().index() {
+                0 => {
+                    self.queue0_data.d.next = self.s2_final_data.q.val();
+                    self.queue0_tag.d.next = self.push_final_tag.val();
+                }
+                1 => {
                     self.queue1_data.d.next = self.s2_final_data.q.val();
                     self.queue1_tag.d.next = self.push_final_tag.val();
                 }
+                2 => {
+                    self.queue2_data.d.next = self.s2_final_data.q.val();
+                    self.queue2_tag.d.next = self.push_final_tag.val();
+                }
+                _ => {
+                    self.queue3_data.d.next = self.s2_final_data.q.val();
+                    self.queue3_tag.d.next = self.push_final_tag.val();
+                }
             }
-        } else if self.push_final.val() {
-            if self.kept0_tag.val().get_bit(10) {
-                self.queue1_data.d.next = self.s2_final_data.q.val();
-                self.queue1_tag.d.next = self.push_final_tag.val();
-            } else {
-                self.queue0_data.d.next = self.s2_final_data.q.val();
-                self.queue0_tag.d.next = self.push_final_tag.val();
-            }
+        }
+        self.queue_tail.d.next = self.queue_tail.q.val()
+            + bit_cast::<2, 1>(self.push_first.val().into())
+            + bit_cast::<2, 1>(self.push_final.val().into());
+        self.queue_count.d.next = self.queue_count.q.val()
+            + bit_cast::<3, 1>(self.push_first.val().into())
+            + bit_cast::<3, 1>(self.push_final.val().into())
+            - bit_cast::<3, 1>(self.dequeue.val().into());
+        if self.dequeue.val() {
+            self.queue_head.d.next = self.queue_head.q.val() + 1;
         }
         if self.s2_live.val() {
             if self.crc_bad0.val() | self.crc_bad1.val() {
@@ -849,28 +957,28 @@ impl Logic for MpaRxDelineator {
         }
 
         if self.take.val() {
-            self.prev.d.next = self.s0_data.q.val();
-            if self.w0_valid.q.val() {
+            self.prev.d.next = self.s0_data.val();
+            if self.w0_valid.val() {
                 self.crc_state.d.next = self.crc_after_low.val();
                 if self.w0_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
-                    if self.w1_valid.q.val() {
-                        self.crc_state.d.next = self.s0_crc_high.q.val();
+                    if self.w1_valid.val() {
+                        self.crc_state.d.next = self.s0_crc_high.val();
                     }
-                } else if self.w1_valid.q.val() & self.w1_crc.val() {
+                } else if self.w1_valid.val() & self.w1_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
-                } else if self.w1_valid.q.val() {
+                } else if self.w1_valid.val() {
                     self.crc_state.d.next = self.crc_after_both.val();
                 }
             }
-            if self.w0_valid.q.val() {
+            if self.w0_valid.val() {
                 self.in_fpdu.d.next = !self.w0_crc.val();
                 self.words_left.d.next = self.left1.val();
                 self.left_is0.d.next = self.left1_is0.val();
                 self.left_is1.d.next = self.left1_is1.val();
                 self.left_is2.d.next = self.left1_is2.val();
             }
-            if self.w1_valid.q.val() {
+            if self.w1_valid.val() {
                 self.in_fpdu.d.next = !self.w1_crc.val();
                 self.words_left.d.next = self.left2.val();
                 self.left_is0.d.next = self.left2_is0.val();
@@ -896,34 +1004,54 @@ impl Logic for MpaRxDelineator {
             self.s2_final.d.next = self.final_out.val();
             self.s2_final_data.d.next = self.final_out_data.val();
             self.s2_final_tag.d.next = self.final_out_tag.val();
-            self.s2_w0_check.d.next = self.w0_valid.q.val() & self.w0_crc.val();
+            self.s2_w0_check.d.next = self.w0_valid.val() & self.w0_crc.val();
             self.s2_ok0.d.next = self.crc_ok0.val();
             self.s2_w1_check.d.next =
-                self.w1_valid.q.val() & self.w1_crc.val() & !self.too_long0.val();
+                self.w1_valid.val() & self.w1_crc.val() & !self.too_long0.val();
             self.s2_crc_after_w0.d.next = self.crc_after_low.val();
-            self.s2_word1.d.next = self.s0_data.q.val().get_bits::<32>(32);
+            self.s2_word1.d.next = self.s0_data.val().get_bits::<32>(32);
             self.s2_length_error.d.next =
                 self.too_long0.val() | self.too_long1.val() | self.unended.val();
         }
         if self.reset.val() {
             self.s0_valid.d.next = false;
+            self.skid_valid.d.next = false;
             self.in_fpdu.d.next = false;
             self.crc_state.d.next = self.crc_init.val();
             self.crc_failed.d.next = false;
             self.length_failed.d.next = false;
             self.s2_valid.d.next = false;
-            self.queue0_tag.d.next = 0.into();
-            self.queue1_tag.d.next = 0.into();
-            self.queue2_tag.d.next = 0.into();
+            self.queue_head.d.next = 0.into();
+            self.queue_tail.d.next = 0.into();
+            self.queue_count.d.next = 0.into();
         }
-        self.ulpdu_data.next = self.queue0_data.q.val();
-        self.ulpdu_keep.next = self.queue0_tag.q.val().get_bits::<8>(0);
-        self.ulpdu_last.next = self.queue0_tag.q.val().get_bit(8);
-        self.ulpdu_good.next = self.queue0_tag.q.val().get_bit(9);
-        self.ulpdu_valid.next = self.queue0_tag.q.val().get_bit(10);
+        match self.queue_head.q.val().index() {
+            0 => {
+                self.ulpdu_data.next = self.queue0_data.q.val();
+                self.head_tag.next = self.queue0_tag.q.val();
+            }
+            1 => {
+                self.ulpdu_data.next = self.queue1_data.q.val();
+                self.head_tag.next = self.queue1_tag.q.val();
+            }
+            2 => {
+                self.ulpdu_data.next = self.queue2_data.q.val();
+                self.head_tag.next = self.queue2_tag.q.val();
+            }
+            _ => {
+                self.ulpdu_data.next = self.queue3_data.q.val();
+                self.head_tag.next = self.queue3_tag.q.val();
+            }
+        }
+        self.ulpdu_keep.next = self.head_tag.val().get_bits::<8>(0);
+        self.ulpdu_last.next = self.head_tag.val().get_bit(8);
+        self.ulpdu_good.next = self.head_tag.val().get_bit(9);
+        self.ulpdu_valid.next = self.queue_count.q.val() != 0;
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
-        self.busy.next =
-            self.s0_valid.q.val() | self.s2_valid.q.val() | self.queue0_tag.q.val().get_bit(10);
+        self.busy.next = self.skid_valid.q.val()
+            | self.s0_valid.q.val()
+            | self.s2_valid.q.val()
+            | (self.queue_count.q.val() != 0);
     }
 }

@@ -427,7 +427,12 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw_end: Signal<Local, Bits<64>>,
     verdict_end: Signal<Local, Bits<64>>,
     bank_busy: DFF<Bits<4>>,
-    raw_bank_free: Signal<Local, Bit>,
+    /// `raw_bank` is free, registered (from the bank the next cycle writes, and the
+    /// busy bits before this cycle's releases: a freed bank shows a cycle late), so the
+    /// parser's input valid and `net_rx_ready` start at a flip-flop.
+    raw_bank_free: DFF<Bit>,
+    /// The bank after `raw_bank`.
+    raw_bank_next: Signal<Local, Bits<BANK_BITS>>,
     /// A network beat is taken this cycle.
     net_take: Signal<Local, Bit>,
     /// The parser's verdict on the oldest waiting frame: it is good (held for the
@@ -656,6 +661,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             payload_wr,
             raw_ends,
             bank_busy,
+            raw_bank_free,
             held,
             h_bank,
             h_raw_end,
@@ -826,14 +832,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // A frame's raw beats go to the next bank once it is free; the parser's
         // payload, a few cycles behind, to the bank of the oldest frame without a
         // verdict. The verdicts come in the frames' order, one a frame.
-        self.raw_bank_free.next = (self.bank_busy.q.val()
+        self.raw_bank_next.next = self.raw_bank.q.val() + 1;
+        self.raw_bank_free.d.next = (self.bank_busy.q.val()
             & (bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val())))
             == 0;
         self.parser.frame_data.next = self.net_rx_data.val();
         self.parser.frame_keep.next = self.net_rx_keep.val();
         self.parser.frame_last.next = self.net_rx_last.val();
-        self.parser.frame_valid.next = self.net_rx_valid.val() & self.raw_bank_free.val();
-        self.net_rx_ready.next = self.parser.frame_ready.val() & self.raw_bank_free.val();
+        self.parser.frame_valid.next = self.net_rx_valid.val() & self.raw_bank_free.q.val();
+        self.net_rx_ready.next = self.parser.frame_ready.val() & self.raw_bank_free.q.val();
         self.net_take.next = self.net_rx_valid.val() & self.net_rx_ready.val();
         self.raw.write_address.next =
             (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.raw_bank.q.val()) << 8)
@@ -870,7 +877,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                             | (self.raw_end.val() << 48)
                     }
                 }
-                self.raw_bank.d.next = self.raw_bank.q.val() + 1;
+                self.raw_bank.d.next = self.raw_bank_next.val();
+                self.raw_bank_free.d.next = (self.bank_busy.q.val()
+                    & (bit_cast::<4, 1>(true.into())
+                        << bit_cast::<4, BANK_BITS>(self.raw_bank_next.val())))
+                    == 0;
                 self.raw_wr.d.next = 0.into();
                 self.frames_in.increment.next = true;
             }
@@ -1658,6 +1669,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.payload_bank.d.next = 0.into();
             self.payload_wr.d.next = 0.into();
             self.bank_busy.d.next = 0.into();
+            self.raw_bank_free.d.next = false;
             self.held.d.next = false;
             self.event_q.d.next = false;
             self.done_q.d.next = false;

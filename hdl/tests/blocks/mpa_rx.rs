@@ -95,6 +95,8 @@ struct Outcome {
     packet_after_bad: bool,
     /// `(crc_error, length_error)` at the end of the flow.
     errors: (bool, bool),
+    /// Cycles after the last input beat until `busy` fell.
+    drain_cycles: u64,
 }
 
 /// Feeds flows, each after a reset, and collects each flow's output packets.
@@ -107,8 +109,12 @@ struct DelineatorBench {
     next_flows: VecDeque<Vec<Beat>>,
     seed: u64,
     sink: Sink,
-    /// Cycles to run once a flow's input is all taken, with the output always ready.
+    /// Cycles run so far once a flow's input is all taken, with the output always
+    /// ready: the flow ends when `busy` has fallen (after two, so that `busy` has seen
+    /// the last beat taken).
     drain_cycles: u32,
+    /// `busy` in the last cycle.
+    busy: bool,
     packet: Vec<u8>,
     current: Outcome,
     outcomes: Vec<Outcome>,
@@ -140,7 +146,8 @@ impl DelineatorBench {
             next_flows,
             seed,
             sink: Sink::new(stall_probability, seed + 2),
-            drain_cycles: 4,
+            drain_cycles: 0,
+            busy: false,
             packet: vec![],
             outcomes: vec![],
         }
@@ -159,18 +166,20 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
             });
         }
         if self.source.is_empty() {
-            if self.drain_cycles == 0 {
+            if self.drain_cycles >= 2 && !self.busy {
                 assert!(self.packet.is_empty(), "a packet left open");
+                self.current.drain_cycles = self.drain_cycles.into();
                 self.outcomes.push(std::mem::take(&mut self.current));
                 let next = self.next_flows.pop_front()?;
                 self.seed += 3;
                 self.current.input_beats = next.len() as u64;
                 self.source = Source::new(next, self.idle_probability, self.seed);
                 self.reset_cycles = 2;
-                self.drain_cycles = 4;
+                self.drain_cycles = 0;
                 return self.inputs();
             }
-            self.drain_cycles -= 1;
+            self.drain_cycles += 1;
+            assert!(self.drain_cycles < 64, "busy stays high with the output ready");
             return Some(Inputs {
                 max_ulpdu_len,
                 ulpdu_ready: 1,
@@ -208,6 +217,7 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
             "an error cleared without a reset"
         );
         self.current.errors = errors;
+        self.busy = outputs.busy == 1;
         self.source.handshake(outputs.in_ready == 1);
         if outputs.ulpdu_valid == 0 || inputs.ulpdu_ready == 0 {
             return;
@@ -475,11 +485,14 @@ fn mpa_rx_takes_a_beat_per_cycle() {
     fpdus.extend((0..40).map(|i| fpdu(&vec![0xC3; 9 + i % 2])));
     let segments = segments_of(&fpdus, &mut rng);
     let (timing, outcome, _) = run(&segments, u16::MAX, 0.0, 0.0, 70);
-    // Two reset cycles, a cycle per input beat, the drain.
-    assert_eq!(timing.cycles, 2 + outcome.input_beats + 4);
+    // Two reset cycles, a cycle per input beat, the drain (until `busy` falls).
+    assert_eq!(timing.cycles, 2 + outcome.input_beats + outcome.drain_cycles);
+    assert!(outcome.drain_cycles <= 8, "drained in {} cycles", outcome.drain_cycles);
     println!(
-        "mpa_rx back to back: {} input beats in {} cycles",
-        outcome.input_beats, timing.cycles
+        "mpa_rx back to back: {} input beats in {} cycles, then {} to drain",
+        outcome.input_beats,
+        timing.cycles - outcome.drain_cycles,
+        outcome.drain_cycles
     );
 }
 
