@@ -49,11 +49,15 @@ pub enum FramerPhase {
 /// bubbles: with input waiting and `fpdu_ready` high it carries a beat every cycle,
 /// back to back across FPDUs, so the output link runs at 8 bytes/cycle.
 ///
-/// **Timing**: two stages. Stage 0 builds the output beat an input beat makes (the
+/// **Timing**: three stages. Stage 0 builds the output beat an input beat makes (the
 /// header or the two bytes held back, then the beat's bytes masked by its `keep`) with
-/// its share of the CRC; stage 1 adds the CRC state's share and registers the beat. A beat leaves two cycles after it is taken. `ulpdu_ready` is
-/// combinational from `fpdu_ready` (a few gates, as in a plain pipeline register).
-/// Synchronous active-high `reset`.
+/// its share of the CRC; stage 1 adds the CRC state's share and registers the beat,
+/// with the CRC field it ends with, if any, registered beside it; the output register
+/// puts the field into its place. So the CRC loop (state, its matrix, the choice of
+/// update) ends at registers, not in the output's data selection (in `nic_top` that
+/// path was the critical one). A beat leaves three cycles after it is taken; stages 1
+/// and 2 advance together. `ulpdu_ready` is combinational from `fpdu_ready` (a few
+/// gates, as in a plain pipeline register). Synchronous active-high `reset`.
 #[derive(Clone, Debug, LogicBlock)]
 pub struct MpaTxFramer {
     pub clock: Signal<In, Clock>,
@@ -126,6 +130,16 @@ pub struct MpaTxFramer {
     tail_crc: DFF<Bits<32>>,
     /// The raw CRC32c register over the FPDU so far.
     crc_state: DFF<Bits<32>>,
+    /// Stage 1: the output beat without its CRC field, the field, and where it goes
+    /// (the high word, or the low word of a 4-byte last beat).
+    s1_data: DFF<Bits<64>>,
+    s1_keep: DFF<Bits<8>>,
+    s1_last: DFF<Bit>,
+    s1_valid: DFF<Bit>,
+    s1_crc_field: DFF<Bits<32>>,
+    s1_crc_high: DFF<Bit>,
+    s1_crc_low: DFF<Bit>,
+    /// The output register.
     out_data: DFF<Bits<64>>,
     out_keep: DFF<Bits<8>>,
     out_last: DFF<Bit>,
@@ -184,6 +198,13 @@ impl Default for MpaTxFramer {
             tail_has_data: Default::default(),
             tail_crc: Default::default(),
             crc_state: Default::default(),
+            s1_data: Default::default(),
+            s1_keep: Default::default(),
+            s1_last: Default::default(),
+            s1_valid: Default::default(),
+            s1_crc_field: Default::default(),
+            s1_crc_high: Default::default(),
+            s1_crc_low: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
             out_last: Default::default(),
@@ -214,6 +235,13 @@ impl Logic for MpaTxFramer {
             tail_has_data,
             tail_crc,
             crc_state,
+            s1_data,
+            s1_keep,
+            s1_last,
+            s1_valid,
+            s1_crc_field,
+            s1_crc_high,
+            s1_crc_low,
             out_data,
             out_keep,
             out_last,
@@ -293,14 +321,19 @@ impl Logic for MpaTxFramer {
         }
         self.crc_field.next = !self.crc_next.val();
 
+        // Stage 1 (and the output register after it) advance when the output can take
+        // a beat.
         if self.load.val() {
-            self.out_valid.d.next = false;
+            self.s1_valid.d.next = false;
+            self.s1_crc_field.d.next = self.crc_field.val();
+            self.s1_crc_high.d.next = false;
+            self.s1_crc_low.d.next = false;
         }
         if self.take.val() {
-            self.out_valid.d.next = true;
-            self.out_data.d.next = self.s0_joined.q.val();
-            self.out_keep.d.next = self.keep_all.val();
-            self.out_last.d.next = false;
+            self.s1_valid.d.next = true;
+            self.s1_data.d.next = self.s0_joined.q.val();
+            self.s1_keep.d.next = self.keep_all.val();
+            self.s1_last.d.next = false;
             self.carry.d.next = self.s0_carry.q.val();
             self.tail_crc.d.next = self.s0_crc_tail.q.val();
             self.crc_state.d.next = self.crc_next.val();
@@ -312,33 +345,49 @@ impl Logic for MpaTxFramer {
                     self.tail_has_data.d.next = self.s0_seven.q.val();
                     self.phase.d.next = FramerPhase::Tail;
                 } else {
-                    self.out_data.d.next = (bit_cast::<64, 32>(self.crc_field.val()) << 32)
-                        | bit_cast::<64, 32>(self.s0_joined.q.val().get_bits::<32>(0));
-                    self.out_last.d.next = true;
+                    self.s1_data.d.next =
+                        bit_cast::<64, 32>(self.s0_joined.q.val().get_bits::<32>(0));
+                    self.s1_crc_high.d.next = true;
+                    self.s1_last.d.next = true;
                     self.crc_state.d.next = self.crc_init.val();
                     self.phase.d.next = FramerPhase::Body;
                 }
             }
         }
         if (self.phase.q.val() == FramerPhase::Tail) & self.load.val() {
-            self.out_valid.d.next = true;
-            self.out_last.d.next = true;
+            self.s1_valid.d.next = true;
+            self.s1_last.d.next = true;
             if self.tail_has_data.q.val() {
-                self.out_data.d.next = (bit_cast::<64, 32>(self.crc_field.val()) << 32)
-                    | bit_cast::<64, 16>(self.carry.q.val());
-                self.out_keep.d.next = self.keep_all.val();
+                self.s1_data.d.next = bit_cast::<64, 16>(self.carry.q.val());
+                self.s1_crc_high.d.next = true;
+                self.s1_keep.d.next = self.keep_all.val();
             } else {
-                self.out_data.d.next = bit_cast::<64, 32>(self.crc_field.val());
-                self.out_keep.d.next = self.keep_low_word.val();
+                self.s1_data.d.next = 0_u64.into();
+                self.s1_crc_low.d.next = true;
+                self.s1_keep.d.next = self.keep_low_word.val();
             }
             self.crc_state.d.next = self.crc_init.val();
             self.phase.d.next = FramerPhase::Body;
+        }
+        if self.load.val() {
+            self.out_valid.d.next = self.s1_valid.q.val();
+            self.out_data.d.next = self.s1_data.q.val();
+            if self.s1_crc_high.q.val() {
+                self.out_data.d.next = self.s1_data.q.val()
+                    | (bit_cast::<64, 32>(self.s1_crc_field.q.val()) << 32);
+            }
+            if self.s1_crc_low.q.val() {
+                self.out_data.d.next = bit_cast::<64, 32>(self.s1_crc_field.q.val());
+            }
+            self.out_keep.d.next = self.s1_keep.q.val();
+            self.out_last.d.next = self.s1_last.q.val();
         }
         if self.reset.val() {
             self.s0_valid.d.next = false;
             self.in_first.d.next = true;
             self.phase.d.next = FramerPhase::Body;
             self.crc_state.d.next = self.crc_init.val();
+            self.s1_valid.d.next = false;
             self.out_valid.d.next = false;
         }
         self.fpdu_data.next = self.out_data.q.val();

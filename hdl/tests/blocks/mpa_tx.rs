@@ -209,8 +209,9 @@ fn mpa_tx_output_has_no_bubbles_back_to_back() {
     let input_beats: usize = ulpdus.iter().map(|u| u.len().div_ceil(8).max(1)).sum();
     let (timing, bench) = run(&ulpdus, 0.0, 0.0, 14);
     assert_eq!(bench.output_bubbles, 0);
-    // Two reset cycles, two for the first beat to pass stage 0 into the output register.
-    assert_eq!(timing.cycles, 2 + 2 + output_beats as u64);
+    // Two reset cycles, three for the first beat to pass stages 0 and 1 into the output
+    // register.
+    assert_eq!(timing.cycles, 2 + 3 + output_beats as u64);
     println!(
         "mpa_tx back to back: {} ULPDU beats in, {output_beats} FPDU beats out in {} cycles",
         input_beats, timing.cycles
