@@ -492,11 +492,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     d_payload_last_keep: DFF<Bits<8>>,
     d_index: DFF<Bits<16>>,
     d_failed: DFF<Bit>,
-    /// The delivery is idle, or its ACK goes to the builder this cycle and it is done:
-    /// the controller may decide the next segment (and hand it over the cycle after),
-    /// start a command or a host ULPDU (the builder has taken the ACK's fields from the
-    /// working copy by the time they change).
-    deliver_free: Signal<Local, Bit>,
+    /// The delivery is idle: the controller may decide the next segment (and hand it
+    /// over the cycle after), start a command or a host ULPDU. (Also letting them start
+    /// in the cycle the delivery's ACK goes to the builder put the builder's ready in
+    /// front of the controller's next state: 95.7 MHz.)
+    deliver_idle: Signal<Local, Bit>,
     /// The controller hands the segment (its bank, buffer ends and flow) to the delivery.
     hand_over: Signal<Local, Bit>,
     /// The segment being decided is of the flow the last delivery failed.
@@ -930,14 +930,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.frame_taken.next = false;
 
         // ---- The controller's defaults ----
-        self.deliver_free.next = (self.deliver.q.val() == Deliver::Idle)
-            | ((self.deliver.q.val() == Deliver::Ack)
-                & self.builder.desc_ready.val()
-                & !self.rx_firmware_after.q.val());
+        self.deliver_idle.next = self.deliver.q.val() == Deliver::Idle;
         self.hand_over.next = false;
         self.front_release.next = false;
         self.ctx_ready.next =
-            (self.control.q.val() == Control::Idle) & self.deliver_free.val() & !self.reset.val();
+            (self.control.q.val() == Control::Idle) & self.deliver_idle.val() & !self.reset.val();
         self.host_tx_ready.next = false;
         self.done_q.d.next = false;
         self.cmd_range.index.next = bit_cast::<17, 16>(self.ctx_index.val());
@@ -1031,7 +1028,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.w_misc.q.val() | (bit_cast::<MISC_BITS, 1>(true.into()) << 50);
         // The last delivery failed this segment's flow after its context was read (the
         // controller reads the next segment's context while a delivery runs): registered
-        // every cycle, valid in RxDecide, which follows the cycle the delivery finished.
+        // every cycle, valid in RxDecide, which follows a cycle of idle delivery.
         self.fail_forward.d.next =
             self.d_failed.q.val() & (self.d_index.q.val() == self.ctx_addr.q.val());
         self.rx_failed.next = self.flow_failed.q.val() | self.fail_forward.q.val();
@@ -1273,7 +1270,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 // A command or a host ULPDU waits for the delivery to finish (they read
                 // and write the contexts and the working copy its ACK is built from); a
                 // pending command keeps the next frame waiting too, so it is not starved.
-                if self.ctx_valid.val() & self.deliver_free.val() {
+                if self.ctx_valid.val() & self.deliver_idle.val() {
                     self.cmd_op.d.next = self.ctx_op.val();
                     self.ctx_addr.d.next = self.ctx_index.val();
                     self.w_tuple.d.next = (bit_cast::<96, 32>(self.ctx_local_ip.val()) << 64)
@@ -1316,7 +1313,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_payload_len.d.next = self.h_payload_len.q.val();
                     self.lookup_request.d.next = self.h_for_us.q.val();
                     self.control.d.next = Control::RxLookup;
-                } else if !self.ctx_valid.val() & self.host_tx_valid.val() & self.deliver_free.val()
+                } else if !self.ctx_valid.val() & self.host_tx_valid.val() & self.deliver_idle.val()
                 {
                     self.tx_len.d.next = self.host_tx_len.val();
                     self.ctx_addr.d.next = self.host_tx_index.val();
@@ -1391,7 +1388,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Control::RxToFirmware => {
-                if self.deliver.q.val() == Deliver::Idle {
+                if self.deliver_idle.val() {
                     self.hand_over.next = true;
                     self.deliver.d.next = Deliver::FirmwareStart;
                     self.control.d.next = Control::Idle;
@@ -1407,7 +1404,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::RxCompare;
             }
             Control::RxCompare => {
-                if self.deliver_free.val() {
+                if self.deliver_idle.val() {
                     self.control.d.next = Control::RxDecide;
                 }
             }
@@ -1688,7 +1685,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             | (self.at_clear.q.val() & (self.clear_in_range.q.val() | self.flows.busy.val()));
         self.at_cmd_act.d.next = (self.control.q.val() == Control::CmdCheck) & !self.reset.val();
         self.at_rx_decide.d.next = (self.control.q.val() == Control::RxCompare)
-            & self.deliver_free.val()
+            & self.deliver_idle.val()
             & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
         self.at_rx_mpa_drain.d.next = !self.reset.val()
