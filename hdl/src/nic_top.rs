@@ -262,7 +262,6 @@ pub enum Deliver {
     MpaDrain,
     /// Wait for the event register, then raise the flow's error.
     Event,
-    Ack,
     /// Copy the raw frame to the firmware queue.
     FirmwareStart,
     FirmwareCopy,
@@ -492,6 +491,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     d_payload_last_keep: DFF<Bits<8>>,
     d_index: DFF<Bits<16>>,
     d_failed: DFF<Bit>,
+    /// The delivered segment's ACK waits for the segment builder (it goes while the
+    /// payload is replayed: its fields are the working copy's, which stays until the
+    /// delivery is idle).
+    ack_pending: DFF<Bit>,
     /// The delivery is idle: the controller may decide the next segment (and hand it
     /// over the cycle after), start a command or a host ULPDU. (Also letting them start
     /// in the cycle the delivery's ACK goes to the builder put the builder's ready in
@@ -700,6 +703,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             d_payload_last_keep,
             d_index,
             d_failed,
+            ack_pending,
             fail_forward,
             at_clear,
             at_cmd_act,
@@ -930,7 +934,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.frame_taken.next = false;
 
         // ---- The controller's defaults ----
-        self.deliver_idle.next = self.deliver.q.val() == Deliver::Idle;
+        self.deliver_idle.next = (self.deliver.q.val() == Deliver::Idle) & !self.ack_pending.q.val();
         self.hand_over.next = false;
         self.front_release.next = false;
         self.ctx_ready.next =
@@ -1190,7 +1194,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.desc_flags.next = self.w_flags.q.val();
         self.builder.desc_window.next = 0xFFFF.into();
         self.builder.desc_payload_len.next = self.w_len.q.val();
-        self.builder.desc_valid.next = (self.deliver.q.val() == Deliver::Ack)
+        self.builder.desc_valid.next = self.ack_pending.q.val()
             | (self.control.q.val() == Control::TxDescriptor);
         // Host ULPDUs through the MPA framer into the builder.
         self.framer.ulpdu_data.next = self.host_tx_data.val();
@@ -1433,10 +1437,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.rx_firmware_after.d.next = self.rx_fin_after.val();
                     if self.in_order.q.val() & !self.rx_failed.val() {
                         self.deliver.d.next = Deliver::MpaStart;
+                        self.ack_pending.d.next = true;
                         self.front_release.next = false;
                     } else if self.has_payload.q.val() {
-                        self.deliver.d.next = Deliver::Ack;
-                        self.front_release.next = !self.rx_fin_after.val();
+                        self.ack_pending.d.next = true;
+                        if self.rx_fin_after.val() {
+                            self.deliver.d.next = Deliver::FirmwareStart;
+                            self.front_release.next = false;
+                        }
                     } else if self.w_seg_flags.q.val().get_bit(0) {
                         self.deliver.d.next = Deliver::FirmwareStart;
                         self.front_release.next = false;
@@ -1501,6 +1509,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
 
         // ---- The delivery ----
+        if self.ack_pending.q.val() & self.builder.desc_ready.val() {
+            self.ack_pending.d.next = false;
+            self.acks_sent.increment.next = true;
+        }
         match self.deliver.q.val() {
             Deliver::Idle => {}
             Deliver::MpaStart => {
@@ -1515,7 +1527,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 // The segment's last beat is replayed; wait until it has left the slice,
                 // its ULPDUs are all out and its errors latched.
                 if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
-                    self.deliver.d.next = Deliver::Ack;
+                    self.deliver.d.next = Deliver::Idle;
+                    if self.rx_firmware_after.q.val() {
+                        self.deliver.d.next = Deliver::FirmwareStart;
+                    }
                     if self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val() {
                         self.d_failed.d.next = true;
                         if self.mpa_rx.crc_error.val() {
@@ -1532,16 +1547,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.event_q.d.next = true;
                     self.event_index_q.d.next = self.d_index.q.val();
                     self.event_crc_q.d.next = self.mpa_rx.crc_error.val();
-                    self.deliver.d.next = Deliver::Ack;
-                }
-            }
-            Deliver::Ack => {
-                if self.builder.desc_ready.val() {
-                    self.acks_sent.increment.next = true;
+                    self.deliver.d.next = Deliver::Idle;
                     if self.rx_firmware_after.q.val() {
                         self.deliver.d.next = Deliver::FirmwareStart;
-                    } else {
-                        self.deliver.d.next = Deliver::Idle;
                     }
                 }
             }
@@ -1661,6 +1669,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.replay_b_valid.d.next = false;
             self.lookup_request.d.next = false;
             self.deliver.d.next = Deliver::Idle;
+            self.ack_pending.d.next = false;
             self.raw_bank.d.next = 0.into();
             self.raw_wr.d.next = 0.into();
             self.payload_bank.d.next = 0.into();
