@@ -55,20 +55,21 @@
 //! # How it works
 //!
 //! **Receive** is store and forward in four banks, taken in turn, so that one frame is
-//! delivered while the controller decides on the next, a third is held and a fourth
-//! arrives. As a frame arrives, its raw beats go into the raw buffer (for the firmware)
-//! and `tcp_rx`'s realigned payload, a few cycles behind, into the payload buffer; the
-//! next frame's beats follow with no gap while the parser is still deciding on the last
-//! one. A frame is *held* (its bank, buffer ends and the parser's header fields, which
-//! move on with the next frame) only when the parser's verdict is good; a late-failed
-//! frame, or one the parser drops outright, frees its bank there — this is where the
-//! parser's good bit commits. While a frame is held the parser's output waits. A bank
-//! is busy from its frame's last beat until nothing will read it again. The controller
-//! takes the held frame, looks the 4-tuple up in the flow table (latency 5), reads the
-//! flow's context (block RAM's read latch, then its output register: latency 3 from the
-//! index), computes the segment's effects into registers (two more cycles), and once
-//! the delivery of the frame before is done (or finishing), decides as the model does
-//! and hands the frame to the delivery:
+//! delivered while the controller decides on the next and others arrive and wait. As a
+//! frame arrives, its raw beats go into the raw buffer (for the firmware) and
+//! `tcp_rx`'s realigned payload, a few cycles behind, into the payload buffer; the next
+//! frame's beats follow with no gap while the parser is still deciding on the last one.
+//! A frame is *held* (its bank, buffer ends and the parser's header fields, which move
+//! on with the next frame, in a four-place queue) only when the parser's verdict is
+//! good; a late-failed frame, or one the parser drops outright, frees its bank there —
+//! this is where the parser's good bit commits. A bank is busy from its frame's last
+//! beat until nothing will read it again, and the input waits for a free bank; a held
+//! frame's bank is busy, so the held queue always has room and the parser never waits.
+//! The controller takes the oldest held frame, looks the 4-tuple up in the flow table
+//! (latency 5), reads the flow's context (block RAM's read latch, then its output
+//! register: latency 3 from the index), computes the segment's effects into registers
+//! (two more cycles), and once the delivery of the frame before is done, decides as
+//! the model does and hands the frame to the delivery:
 //!
 //! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
@@ -96,8 +97,8 @@
 //! its buckets.
 //!
 //! **Delivery**: the replay of a frame's payload into `mpa_rx` (its drain, the flow's
-//! failure written back and its event), its ACK and its raw frame to the firmware run
-//! apart from the controller, which meanwhile looks up and reads the context of the next
+//! failure written back and its event), its ACK (sent while the payload is replayed)
+//! and its raw frame to the firmware run apart from the controller, which meanwhile looks up and reads the context of the next
 //! frame. The next frame's context may have been read before the delivery failed its
 //! flow: the failure is forwarded into the decision (`fail_forward`).
 //!
@@ -442,24 +443,26 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// which nothing is replayed), by the delivery (its last read of the bank).
     front_release: Signal<Local, Bit>,
     back_release: Signal<Local, Bit>,
-    /// The held frame: good, its verdict in, waiting for the controller; its bank,
-    /// buffer ends and the parser's fields (which move on with the next frame), and
-    /// whether it is for this NIC.
-    held: DFF<Bit>,
-    h_bank: DFF<Bits<BANK_BITS>>,
-    h_raw_end: DFF<Bits<16>>,
-    h_payload_last: DFF<Bits<FRAME_BUFFER_BITS>>,
-    h_payload_last_keep: DFF<Bits<8>>,
-    h_src_ip: DFF<Bits<32>>,
-    h_dst_ip: DFF<Bits<32>>,
-    h_src_port: DFF<Bits<16>>,
-    h_dst_port: DFF<Bits<16>>,
-    h_seq: DFF<Bits<32>>,
-    h_ack: DFF<Bits<32>>,
-    h_seg_flags: DFF<Bits<5>>,
-    h_window: DFF<Bits<16>>,
-    h_payload_len: DFF<Bits<16>>,
-    h_for_us: DFF<Bit>,
+    /// Held frames: good, their verdicts in, waiting for the controller, oldest at
+    /// `held_head`; each its bank, buffer ends, the parser's fields (which move on with
+    /// the next frame) and whether it is for this NIC, packed: raw frame's last beat
+    /// and keep `[15:0]`, payload's last beat `[23:16]` and keep `[31:24]`, source and
+    /// destination address `[63:32]`, `[95:64]`, ports `[111:96]`, `[127:112]`,
+    /// sequence and acknowledgment numbers `[159:128]`, `[191:160]`, flags `[196:192]`,
+    /// window `[212:197]`, payload length `[228:213]`, for this NIC `[229]`, bank
+    /// `[231:230]`. A frame is held only while its bank is busy, so four places always
+    /// have room: the parser never waits (its stages advance every cycle).
+    held0: DFF<Bits<232>>,
+    held1: DFF<Bits<232>>,
+    held2: DFF<Bits<232>>,
+    held3: DFF<Bits<232>>,
+    held_head: DFF<Bits<2>>,
+    held_tail: DFF<Bits<2>>,
+    held_count: DFF<Bits<3>>,
+    /// The frame the parser's verdict holds, packed, and the oldest held frame.
+    verdict_held: Signal<Local, Bits<232>>,
+    verdict_for_us: Signal<Local, Bit>,
+    head_held: Signal<Local, Bits<232>>,
     /// The controller takes the held frame this cycle.
     frame_taken: Signal<Local, Bit>,
     /// The frame the controller works on: its bank, buffer ends and header fields.
@@ -665,21 +668,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             raw_ends,
             bank_busy,
             raw_bank_free,
-            held,
-            h_bank,
-            h_raw_end,
-            h_payload_last,
-            h_payload_last_keep,
-            h_src_ip,
-            h_dst_ip,
-            h_src_port,
-            h_dst_port,
-            h_seq,
-            h_ack,
-            h_seg_flags,
-            h_window,
-            h_payload_len,
-            h_for_us,
+            held0,
+            held1,
+            held2,
+            held3,
+            held_head,
+            held_tail,
+            held_count,
             work_bank,
             w_raw_last,
             w_raw_last_keep,
@@ -890,42 +885,54 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.frames_in.increment.next = true;
             }
         }
-        // The payload waits while a frame is held: its verdict needs the held slot.
-        self.parser.payload_ready.next = !self.held.q.val();
+        self.parser.payload_ready.next = true;
         self.payload.write_address.next =
             (bit_cast::<BANKED_BUFFER_BITS, BANK_BITS>(self.payload_bank.q.val()) << 8)
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.payload_wr.q.val());
         self.payload.write_data.next = self.parser.payload_data.val();
-        self.payload.write_enable.next = self.parser.payload_valid.val() & !self.held.q.val();
+        self.payload.write_enable.next = self.parser.payload_valid.val();
         self.verdict_good.next = false;
         self.verdict_drop.next = self.parser.frame_unseen.val();
         self.verdict_end.next =
             self.raw_ends.q.val() >> (bit_cast::<64, BANK_BITS>(self.payload_bank.q.val()) << 4);
-        if self.parser.payload_valid.val() & !self.held.q.val() {
+        self.verdict_for_us.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
+        self.verdict_held.next = bit_cast::<232, 16>(self.verdict_end.val().get_bits::<16>(0))
+            | (bit_cast::<232, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
+            | (bit_cast::<232, 8>(self.parser.payload_keep.val()) << 24)
+            | (bit_cast::<232, 32>(self.parser.seg_src_ip.val()) << 32)
+            | (bit_cast::<232, 32>(self.parser.seg_dst_ip.val()) << 64)
+            | (bit_cast::<232, 16>(self.parser.seg_src_port.val()) << 96)
+            | (bit_cast::<232, 16>(self.parser.seg_dst_port.val()) << 112)
+            | (bit_cast::<232, 32>(self.parser.seg_seq.val()) << 128)
+            | (bit_cast::<232, 32>(self.parser.seg_ack.val()) << 160)
+            | (bit_cast::<232, 5>(self.parser.seg_flags.val()) << 192)
+            | (bit_cast::<232, 16>(self.parser.seg_window.val()) << 197)
+            | (bit_cast::<232, 16>(self.parser.seg_payload_len.val()) << 213)
+            | (bit_cast::<232, 1>(self.verdict_for_us.val().into()) << 229)
+            | (bit_cast::<232, BANK_BITS>(self.payload_bank.q.val()) << 230);
+        if self.parser.payload_valid.val() {
             if self.payload_wr.q.val() != 255 {
                 self.payload_wr.d.next = self.payload_wr.q.val() + 1;
             }
             if self.parser.payload_last.val() {
                 self.verdict_good.next = self.parser.payload_good.val();
                 self.verdict_drop.next = !self.parser.payload_good.val();
-                self.h_bank.d.next = self.payload_bank.q.val();
-                self.h_raw_end.d.next = self.verdict_end.val().get_bits::<16>(0);
-                self.h_payload_last.d.next = self.payload_wr.q.val();
-                self.h_payload_last_keep.d.next = self.parser.payload_keep.val();
-                self.h_src_ip.d.next = self.parser.seg_src_ip.val();
-                self.h_dst_ip.d.next = self.parser.seg_dst_ip.val();
-                self.h_src_port.d.next = self.parser.seg_src_port.val();
-                self.h_dst_port.d.next = self.parser.seg_dst_port.val();
-                self.h_seq.d.next = self.parser.seg_seq.val();
-                self.h_ack.d.next = self.parser.seg_ack.val();
-                self.h_seg_flags.d.next = self.parser.seg_flags.val();
-                self.h_window.d.next = self.parser.seg_window.val();
-                self.h_payload_len.d.next = self.parser.seg_payload_len.val();
-                self.h_for_us.d.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
             }
         }
         if self.verdict_good.val() {
-            self.held.d.next = true;
+            match self.held_tail.q.val().index() {
+                0 => self.held0.d.next = self.verdict_held.val(),
+                1 => self.held1.d.next = self.verdict_held.val(),
+                2 => self.held2.d.next = self.verdict_held.val(),
+                _ => self.held3.d.next = self.verdict_held.val(),
+            }
+            self.held_tail.d.next = self.held_tail.q.val() + 1;
+        }
+        match self.held_head.q.val().index() {
+            0 => self.head_held.next = self.held0.q.val(),
+            1 => self.head_held.next = self.held1.q.val(),
+            2 => self.head_held.next = self.held2.q.val(),
+            _ => self.head_held.next = self.held3.q.val(),
         }
         if self.verdict_good.val() | self.verdict_drop.val() {
             self.payload_bank.d.next = self.payload_bank.q.val() + 1;
@@ -1299,23 +1306,23 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                         self.done_q.d.next = true;
                         self.status_q.d.next = false;
                     }
-                } else if !self.ctx_valid.val() & self.held.q.val() {
+                } else if !self.ctx_valid.val() & (self.held_count.q.val() != 0) {
                     self.frame_taken.next = true;
-                    self.work_bank.d.next = self.h_bank.q.val();
-                    self.w_raw_last.d.next = self.h_raw_end.q.val().get_bits::<8>(0);
-                    self.w_raw_last_keep.d.next = self.h_raw_end.q.val().get_bits::<8>(8);
-                    self.w_payload_last.d.next = self.h_payload_last.q.val();
-                    self.w_payload_last_keep.d.next = self.h_payload_last_keep.q.val();
-                    self.w_src_ip.d.next = self.h_src_ip.q.val();
-                    self.w_dst_ip.d.next = self.h_dst_ip.q.val();
-                    self.w_src_port.d.next = self.h_src_port.q.val();
-                    self.w_dst_port.d.next = self.h_dst_port.q.val();
-                    self.w_seq.d.next = self.h_seq.q.val();
-                    self.w_ack.d.next = self.h_ack.q.val();
-                    self.w_seg_flags.d.next = self.h_seg_flags.q.val();
-                    self.w_window.d.next = self.h_window.q.val();
-                    self.w_payload_len.d.next = self.h_payload_len.q.val();
-                    self.lookup_request.d.next = self.h_for_us.q.val();
+                    self.w_raw_last.d.next = self.head_held.val().get_bits::<8>(0);
+                    self.w_raw_last_keep.d.next = self.head_held.val().get_bits::<8>(8);
+                    self.w_payload_last.d.next = self.head_held.val().get_bits::<8>(16);
+                    self.w_payload_last_keep.d.next = self.head_held.val().get_bits::<8>(24);
+                    self.w_src_ip.d.next = self.head_held.val().get_bits::<32>(32);
+                    self.w_dst_ip.d.next = self.head_held.val().get_bits::<32>(64);
+                    self.w_src_port.d.next = self.head_held.val().get_bits::<16>(96);
+                    self.w_dst_port.d.next = self.head_held.val().get_bits::<16>(112);
+                    self.w_seq.d.next = self.head_held.val().get_bits::<32>(128);
+                    self.w_ack.d.next = self.head_held.val().get_bits::<32>(160);
+                    self.w_seg_flags.d.next = self.head_held.val().get_bits::<5>(192);
+                    self.w_window.d.next = self.head_held.val().get_bits::<16>(197);
+                    self.w_payload_len.d.next = self.head_held.val().get_bits::<16>(213);
+                    self.lookup_request.d.next = self.head_held.val().get_bit(229);
+                    self.work_bank.d.next = self.head_held.val().get_bits::<BANK_BITS>(230);
                     self.control.d.next = Control::RxLookup;
                 } else if !self.ctx_valid.val() & self.host_tx_valid.val() & self.deliver_idle.val()
                 {
@@ -1635,8 +1642,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 | bit_cast::<BANKED_BUFFER_BITS, FRAME_BUFFER_BITS>(self.replay_beat.val());
 
         if self.frame_taken.val() {
-            self.held.d.next = false;
+            self.held_head.d.next = self.held_head.q.val() + 1;
         }
+        self.held_count.d.next = self.held_count.q.val()
+            + bit_cast::<3, 1>(self.verdict_good.val().into())
+            - bit_cast::<3, 1>(self.frame_taken.val().into());
         // The banks: taken at a frame's last beat, freed by whoever is done with them
         // (each frees its own bank; they may coincide).
         self.bank_busy.d.next = self.bank_busy.q.val();
@@ -1676,7 +1686,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.payload_wr.d.next = 0.into();
             self.bank_busy.d.next = 0.into();
             self.raw_bank_free.d.next = false;
-            self.held.d.next = false;
+            self.held_head.d.next = 0.into();
+            self.held_tail.d.next = 0.into();
+            self.held_count.d.next = 0.into();
             self.event_q.d.next = false;
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
