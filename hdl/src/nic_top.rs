@@ -393,10 +393,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     ctx_macs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_seqs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_misc: WriteRegisteredRam<Bits<MISC_BITS>, INDEX_BITS>,
-    /// Between the frame buffers and their sinks: block RAM's clock-to-out leaves no
-    /// room for the sinks' logic in the same cycle, and the replay pointer's advance no
-    /// longer waits on the sinks' ready.
-    mpa_slice: SkidBuffer,
+    /// Between the raw buffer and the firmware queue: the replay pointer's advance does
+    /// not wait on the queue's ready. (`mpa_rx` takes the payload buffer's output
+    /// register directly: its `in_ready` is a register and its input has a skid.)
     firmware_slice: SkidBuffer,
     mpa_rx: MpaRxDelineator,
     host_queue: PacketFifo<QUEUE_BITS>,
@@ -575,11 +574,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     replay_a_last: DFF<Bit>,
     replay_b_valid: DFF<Bit>,
     replay_b_last: DFF<Bit>,
-    /// The sink (the slice of the state's buffer) takes a beat this cycle if one is
-    /// offered; the output registers load.
+    /// The sink (`mpa_rx`, or the firmware queue's slice) takes a beat this cycle if
+    /// one is offered; the output registers load.
     replay_sink_ready: Signal<Local, Bit>,
     replay_b_load: Signal<Local, Bit>,
-    /// The frame's last beat goes into its slice this cycle.
+    /// The frame's last beat goes to its sink this cycle.
     replay_done: Signal<Local, Bit>,
     /// The ULPDU limit of the flow being delivered.
     max_ulpdu: DFF<Bits<16>>,
@@ -773,8 +772,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.reset.next = self.reset.val();
         self.tx_slice.clock.next = self.clock.val();
         self.tx_slice.reset.next = self.reset.val();
-        self.mpa_slice.clock.next = self.clock.val();
-        self.mpa_slice.reset.next = self.reset.val();
         self.firmware_slice.clock.next = self.clock.val();
         self.firmware_slice.reset.next = self.reset.val();
         self.checksums.clock.next = self.clock.val();
@@ -1081,11 +1078,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
 
         // Replaying a buffer (payload into mpa_rx, raw frame to the firmware queue):
         // beats are read into the buffers' read latches and output registers (A, B),
-        // each holding while the one after it stalls, and go from B into the slice.
+        // each holding while the one after it stalls, and go from B to the sink.
         // Beat 0 is read in the start state, so B offers it in the state's second cycle.
         self.replay_sink_ready.next = false;
         if self.deliver.q.val() == Deliver::MpaFeed {
-            self.replay_sink_ready.next = self.mpa_slice.in_ready.val();
+            self.replay_sink_ready.next = self.mpa_rx.in_ready.val();
         }
         if self.deliver.q.val() == Deliver::FirmwareCopy {
             self.replay_sink_ready.next = self.firmware_slice.in_ready.val();
@@ -1131,19 +1128,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // MPA receive, reset before each segment, into the host queue.
         self.mpa_rx.reset.next = self.reset.val() | (self.deliver.q.val() == Deliver::MpaStart);
         self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
-        self.mpa_slice.in_data.next = self.payload.read_data.val();
-        self.mpa_slice.in_keep.next = 0xFF.into();
+        self.mpa_rx.in_data.next = self.payload.read_data.val();
+        self.mpa_rx.in_keep.next = 0xFF.into();
         if self.replay_b_last.q.val() {
-            self.mpa_slice.in_keep.next = self.d_payload_last_keep.q.val();
+            self.mpa_rx.in_keep.next = self.d_payload_last_keep.q.val();
         }
-        self.mpa_slice.in_last.next = self.replay_b_last.q.val();
-        self.mpa_slice.in_valid.next =
+        self.mpa_rx.in_last.next = self.replay_b_last.q.val();
+        self.mpa_rx.in_valid.next =
             self.replay_b_valid.q.val() & (self.deliver.q.val() == Deliver::MpaFeed);
-        self.mpa_rx.in_data.next = self.mpa_slice.out_data.val();
-        self.mpa_rx.in_keep.next = self.mpa_slice.out_keep.val();
-        self.mpa_rx.in_last.next = self.mpa_slice.out_last.val();
-        self.mpa_rx.in_valid.next = self.mpa_slice.out_valid.val();
-        self.mpa_slice.out_ready.next = self.mpa_rx.in_ready.val();
         self.host_queue.in_data.next = self.mpa_rx.ulpdu_data.val();
         self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
         self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
@@ -1531,9 +1523,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             Deliver::MpaDrain => {
-                // The segment's last beat is replayed; wait until it has left the slice,
-                // its ULPDUs are all out and its errors latched.
-                if !self.mpa_slice.out_valid.val() & !self.mpa_rx.busy.val() {
+                // The segment's last beat is replayed; wait until its ULPDUs are all out
+                // of `mpa_rx` and its errors latched.
+                if !self.mpa_rx.busy.val() {
                     self.deliver.d.next = Deliver::Idle;
                     if self.rx_firmware_after.q.val() {
                         self.deliver.d.next = Deliver::FirmwareStart;
@@ -1602,7 +1594,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // controller may read the next segment's: the RAMs hold their read while a
         // write lands, and `fail_forward` covers a read of this flow from before).
         if self.at_rx_mpa_drain.q.val()
-            & !self.mpa_slice.out_valid.val()
             & !self.mpa_rx.busy.val()
             & (self.mpa_rx.crc_error.val() | self.mpa_rx.length_error.val())
         {
@@ -1712,7 +1703,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_rx_mpa_drain.d.next = !self.reset.val()
             & (((self.deliver.q.val() == Deliver::MpaFeed) & self.replay_done.val())
                 | (self.at_rx_mpa_drain.q.val()
-                    & (self.mpa_slice.out_valid.val() | self.mpa_rx.busy.val())));
+                    & self.mpa_rx.busy.val()));
 
         // Outputs.
         self.ctx_done.next = self.done_q.q.val();
