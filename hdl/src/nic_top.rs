@@ -110,19 +110,23 @@
 //! # Throughput, size and speed
 //!
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
-//! MPA receive carries 7.35–7.53 FPDU bytes per cycle on back-to-back segments of 64- to
-//! 1,460-byte FPDUs, against the wire's 7.7–7.8 (the frames' headers share the bus):
-//! the input waits 1–2 cycles a frame, because a delivery takes ~9 cycles a segment
-//! beyond its payload beats (reset, replay latency, `mpa_rx`'s drain, the hand-over)
-//! where the frame's headers give it ~7 (it was 13–14 cycles with one controller doing
-//! the lookups and the delivery in turn); transmit 7.4–7.6 for 1,024- and
-//! 1,460-byte FPDUs, 3.5 for 64-byte ones, whose frames are mostly headers (the wire
-//! still carries 6.5 bytes per cycle).
+//! MPA receive carries 7.40–7.57 FPDU bytes per cycle on 200 back-to-back segments of
+//! 64- to 1,460-byte FPDUs against the wire's 7.8–7.9 (the frames' headers share the
+//! bus); the input waits 0–0.7 cycles a frame, but a delivery takes ~8 cycles a segment
+//! beyond its payload beats (hand-over, reset, replay latency, `mpa_rx`'s drain) where
+//! the headers give it ~7, so the four banks fill and the last ULPDU leaves ~3 cycles a
+//! segment behind the wire (it was 13–14 input stalls a frame with one controller
+//! doing lookups and deliveries in turn). Full wire rate needs the next delivery to
+//! start before the last one's drain. Transmit: 7.4–7.6 for 1,024- and 1,460-byte
+//! FPDUs, 3.7 for 64-byte ones, whose frames are mostly headers (the wire still
+//! carries 6.9 bytes per cycle; ~9 cycles a ULPDU go to reading its context).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 10,715 LUT4, 7,520 FF, 39 of 56 DP16KD, **107.8 MHz** (the last
-//! four runs, each one step apart, gave 106.4–111.1 MHz) — still below the 125 MHz
-//! target.
+//! asked for 125 MHz): before this session's receive rework 10,715 LUT4, 7,520 FF, 39 of
+//! 56 DP16KD, 107.8 MHz; now 12,118 LUT4, 8,796 FF, 43 DP16KD, 101.7 MHz (runs of the
+//! steps in between gave 95.7–109.0 MHz: every critical path is 5–7 LUT levels with
+//! 1–2.9 ns routes, and which one nextpnr stretches moves with each change) — below the
+//! 125 MHz target.
 //! What took it from 100.3 MHz, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
 //!   clock-to-out 5.8 → 1.0 ns) for the contexts, the flow table, the frame buffers,
@@ -138,16 +142,14 @@
 //! - the synthesis flow without RustHDL's flip-flop initial values, so yosys re-encodes
 //!   the controller as one-hot.
 //!
-//! The critical paths of the last runs: `mpa_rx`'s back-pressure from the host queue
-//! through its output queue and stage enables into the MPA slice (107.8 MHz, 6 levels,
-//! 9.3 ns), a sequence-number subtraction behind the context RAM (106.4, since
-//! registered), the context RAM's flags into the write select (111.1, since
-//! registered). Each of them is a few levels with 2–3.5 ns routes between the block
-//! RAM columns and the logic; the next steps are a registered `in_ready` for
-//! `mpa_rx` and the rest of the controller's next-state logic. (A skid register in
-//! front of `mpa_rx`'s stage 0, its beat chosen before the decodes, was tried: it cut
-//! the back-pressure path but put the choice in front of the CRC data matrix, 109.5
-//! MHz on the top and 123.7 for `mpa_rx` alone; the skid needs to hold the decodes.)
+//! Critical paths seen this session, each fixed in turn: `mpa_rx`'s back-pressure into
+//! its source (now a registered `in_ready` over a decoded skid), the host queue's ready
+//! through `mpa_rx`'s output queue (now a ring whose pushes ignore the ready),
+//! `mpa_tx`'s CRC loop into its output beat (now a third stage), the bank-free flag
+//! into the parser's input (now registered), the parser's stage enable (now constant:
+//! the held queue never fills), the builder's ready into the controller's next state
+//! (the early hand-over, dropped). Last seen: `mpa_rx`'s stage-1 output counter compare
+//! into its own enables (101.7 MHz; `mpa_rx` alone made 126–140).
 
 use rust_hdl::prelude::*;
 
