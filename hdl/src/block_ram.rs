@@ -145,7 +145,10 @@ fn dp16kd_tiles(width: usize, address_bits: usize) -> String {
         v.push_str(&format!("wire [{}:0] tile_out_{group};\n", padded - 1));
     }
     if group_bits == 0 {
-        v.push_str(&format!("always @(*) read_data = tile_out_0[{}:0];\n", width - 1));
+        v.push_str(&format!(
+            "always @(*) read_data = tile_out_0[{}:0];\n",
+            width - 1
+        ));
     } else {
         let choices: String = (0..groups)
             .map(|group| {

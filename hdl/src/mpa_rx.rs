@@ -779,10 +779,8 @@ impl Logic for MpaRxDelineator {
         // made of the words after it: the flow has failed, so stage 1's state no
         // longer matters, and stage 2 drops the beats it still owes.
         self.too_long0.next = self.w0_valid.val() & self.w0_hdr.val() & self.len0_over.val();
-        self.too_long1.next = self.w1_valid.val()
-            & self.w1_hdr.val()
-            & self.len1_over.val()
-            & !self.too_long0.val();
+        self.too_long1.next =
+            self.w1_valid.val() & self.w1_hdr.val() & self.len1_over.val() & !self.too_long0.val();
         self.unended.next = self.s0_last.val()
             & (self.partial.val() | self.in_after.val())
             & !self.too_long0.val()
@@ -793,8 +791,8 @@ impl Logic for MpaRxDelineator {
         // never meets): the flow stops there, so what stage 1 keeps no longer matters,
         // and the length compares stay off the data selection.
         self.hdr_at_w1.next = !self.w0_hdr.val();
-        self.hdr_here.next = (self.w0_valid.val() & self.w0_hdr.val())
-            | (self.w1_valid.val() & self.w1_hdr.val());
+        self.hdr_here.next =
+            (self.w0_valid.val() & self.w0_hdr.val()) | (self.w1_valid.val() & self.w1_hdr.val());
         self.hdr_len.next = self.len0.val();
         if self.hdr_at_w1.val() {
             self.hdr_len.next = self.len1.val();
@@ -847,9 +845,8 @@ impl Logic for MpaRxDelineator {
         // The ULPDU's last beat is owed when its CRC word is word 1 of this beat, or
         // when the segment ends inside the FPDU (then it ends the packet as bad: with
         // its bytes if all arrived, else empty). Good if word 1's CRC matches.
-        self.final_out.next =
-            (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
-                | (self.unended.val() & self.in_after.val());
+        self.final_out.next = (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
+            | (self.unended.val() & self.in_after.val());
         self.final_out_data.next = 0_u64.into();
         self.final_out_keep.next = self.keep_none.val();
         if self.data_complete.val() {

@@ -373,8 +373,8 @@ impl Logic for MpaTxFramer {
             self.out_valid.d.next = self.s1_valid.q.val();
             self.out_data.d.next = self.s1_data.q.val();
             if self.s1_crc_high.q.val() {
-                self.out_data.d.next = self.s1_data.q.val()
-                    | (bit_cast::<64, 32>(self.s1_crc_field.q.val()) << 32);
+                self.out_data.d.next =
+                    self.s1_data.q.val() | (bit_cast::<64, 32>(self.s1_crc_field.q.val()) << 32);
             }
             if self.s1_crc_low.q.val() {
                 self.out_data.d.next = bit_cast::<64, 32>(self.s1_crc_field.q.val());

@@ -860,18 +860,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                             (self.raw_ends.q.val() & 0xFFFF_FFFF_FFFF_0000_u64) | self.raw_end.val()
                     }
                     1 => {
-                        self.raw_ends.d.next = (self.raw_ends.q.val()
-                            & 0xFFFF_FFFF_0000_FFFF_u64)
+                        self.raw_ends.d.next = (self.raw_ends.q.val() & 0xFFFF_FFFF_0000_FFFF_u64)
                             | (self.raw_end.val() << 16)
                     }
                     2 => {
-                        self.raw_ends.d.next = (self.raw_ends.q.val()
-                            & 0xFFFF_0000_FFFF_FFFF_u64)
+                        self.raw_ends.d.next = (self.raw_ends.q.val() & 0xFFFF_0000_FFFF_FFFF_u64)
                             | (self.raw_end.val() << 32)
                     }
                     _ => {
-                        self.raw_ends.d.next = (self.raw_ends.q.val()
-                            & 0x0000_FFFF_FFFF_FFFF_u64)
+                        self.raw_ends.d.next = (self.raw_ends.q.val() & 0x0000_FFFF_FFFF_FFFF_u64)
                             | (self.raw_end.val() << 48)
                     }
                 }
@@ -940,7 +937,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.frame_taken.next = false;
 
         // ---- The controller's defaults ----
-        self.deliver_idle.next = (self.deliver.q.val() == Deliver::Idle) & !self.ack_pending.q.val();
+        self.deliver_idle.next =
+            (self.deliver.q.val() == Deliver::Idle) & !self.ack_pending.q.val();
         self.hand_over.next = false;
         self.front_release.next = false;
         self.ctx_ready.next =
@@ -1195,8 +1193,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.desc_flags.next = self.w_flags.q.val();
         self.builder.desc_window.next = 0xFFFF.into();
         self.builder.desc_payload_len.next = self.w_len.q.val();
-        self.builder.desc_valid.next = self.ack_pending.q.val()
-            | (self.control.q.val() == Control::TxDescriptor);
+        self.builder.desc_valid.next =
+            self.ack_pending.q.val() | (self.control.q.val() == Control::TxDescriptor);
         // Host ULPDUs through the MPA framer into the builder.
         self.framer.ulpdu_data.next = self.host_tx_data.val();
         self.framer.ulpdu_keep.next = self.host_tx_keep.val();
@@ -1704,8 +1702,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
         self.at_rx_mpa_drain.d.next = !self.reset.val()
             & (((self.deliver.q.val() == Deliver::MpaFeed) & self.replay_done.val())
-                | (self.at_rx_mpa_drain.q.val()
-                    & self.mpa_rx.busy.val()));
+                | (self.at_rx_mpa_drain.q.val() & self.mpa_rx.busy.val()));
 
         // Outputs.
         self.ctx_done.next = self.done_q.q.val();

@@ -179,7 +179,10 @@ impl Bench<Inputs, Outputs> for DelineatorBench {
                 return self.inputs();
             }
             self.drain_cycles += 1;
-            assert!(self.drain_cycles < 64, "busy stays high with the output ready");
+            assert!(
+                self.drain_cycles < 64,
+                "busy stays high with the output ready"
+            );
             return Some(Inputs {
                 max_ulpdu_len,
                 ulpdu_ready: 1,
@@ -486,8 +489,15 @@ fn mpa_rx_takes_a_beat_per_cycle() {
     let segments = segments_of(&fpdus, &mut rng);
     let (timing, outcome, _) = run(&segments, u16::MAX, 0.0, 0.0, 70);
     // Two reset cycles, a cycle per input beat, the drain (until `busy` falls).
-    assert_eq!(timing.cycles, 2 + outcome.input_beats + outcome.drain_cycles);
-    assert!(outcome.drain_cycles <= 8, "drained in {} cycles", outcome.drain_cycles);
+    assert_eq!(
+        timing.cycles,
+        2 + outcome.input_beats + outcome.drain_cycles
+    );
+    assert!(
+        outcome.drain_cycles <= 8,
+        "drained in {} cycles",
+        outcome.drain_cycles
+    );
     println!(
         "mpa_rx back to back: {} input beats in {} cycles, then {} to drain",
         outcome.input_beats,
