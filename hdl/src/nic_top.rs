@@ -112,11 +112,12 @@
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
 //! MPA receive carries 7.40–7.57 FPDU bytes per cycle on 200 back-to-back segments of
 //! 64- to 1,460-byte FPDUs against the wire's 7.8–7.9 (the frames' headers share the
-//! bus); the input waits 0–0.7 cycles a frame, but a delivery takes ~8 cycles a segment
-//! beyond its payload beats (hand-over, reset, replay latency, `mpa_rx`'s drain) where
-//! the headers give it ~7, so the four banks fill and the last ULPDU leaves ~3 cycles a
-//! segment behind the wire (it was 13–14 input stalls a frame with one controller
-//! doing lookups and deliveries in turn). Full wire rate needs the next delivery to
+//! bus); the input waits 0–0.7 cycles a frame, but the run takes 186.0–192.9 cycles a
+//! segment against 183–190 input beats: each delivery spends cycles beyond its payload
+//! beats (hand-over, reset, replay latency, `mpa_rx`'s drain; not counted one by one),
+//! so the four banks fill and the last ULPDU trails the wire (it was 13–14 input stalls
+//! a frame with one controller doing lookups and deliveries in turn). Full wire rate
+//! needs the next delivery to
 //! start before the last one's drain. Transmit: 7.4–7.6 for 1,024- and 1,460-byte
 //! FPDUs, 3.7 for 64-byte ones, whose frames are mostly headers (the wire still
 //! carries 6.9 bytes per cycle; ~9 cycles a ULPDU go to reading its context).
