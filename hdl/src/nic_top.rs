@@ -117,10 +117,9 @@
 //! beats (hand-over, reset, replay latency, `mpa_rx`'s drain; not counted one by one),
 //! so the four banks fill and the last ULPDU trails the wire (it was 13–14 input stalls
 //! a frame with one controller doing lookups and deliveries in turn). Full wire rate
-//! needs the next delivery to
-//! start before the last one's drain. Transmit: 7.4–7.6 for 1,024- and 1,460-byte
+//! needs the next delivery to start before the last one's drain. Transmit: 7.4–7.6 for 1,024- and 1,460-byte
 //! FPDUs, 3.7 for 64-byte ones, whose frames are mostly headers (the wire still
-//! carries 6.9 bytes per cycle; ~9 cycles a ULPDU go to reading its context).
+//! carries 6.9 bytes per cycle; the host input waits 9 cycles a ULPDU).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
 //! asked for 125 MHz): before this session's receive rework 10,715 LUT4, 7,520 FF, 39 of
