@@ -188,6 +188,16 @@ pub struct MpaRxDelineator {
     skid_word: DFF<Bits<255>>,
     skid_valid: DFF<Bit>,
     in_take: Signal<Local, Bit>,
+    /// The input register: the beat as it arrived, decoded from here (into stage 0 or
+    /// the skid), so nothing of the source's clock-to-out (a block RAM's, in `nic_top`)
+    /// is in series with the decode's carry chains and XOR matrices. With the skid it
+    /// holds up to two beats; `in_ready` (a register) is high unless both are full.
+    in_q_data: DFF<Bits<64>>,
+    in_q_keep: DFF<Bits<8>>,
+    in_q_last: DFF<Bit>,
+    in_q_valid: DFF<Bit>,
+    in_ready_q: DFF<Bit>,
+    busy_q: DFF<Bit>,
     s0_data: Signal<Local, Bits<64>>,
     s0_last: Signal<Local, Bit>,
     /// ULPDU_Length of the beat at `in_*` if word 0 / word 1 is a header.
@@ -258,7 +268,6 @@ pub struct MpaRxDelineator {
     final_keep_now: Signal<Local, Bits<8>>,
     /// This beat owes a ULPDU's last beat: its CRC is here, or the segment ended.
     final_out: Signal<Local, Bit>,
-    final_out_data: Signal<Local, Bits<64>>,
     final_out_keep: Signal<Local, Bits<8>>,
     final_out_tag: Signal<Local, Bits<10>>,
     /// This beat owes a beat that goes first: the held last beat of the previous
@@ -276,8 +285,14 @@ pub struct MpaRxDelineator {
     s2_first_data: DFF<Bits<64>>,
     s2_first_tag: DFF<Bits<10>>,
     s2_final: DFF<Bit>,
+    /// The `final_out` beat's data: this beat's `final_data`, or (`s2_final_from_fin`:
+    /// an empty beat ending the segment after the data was complete) the held
+    /// `fin_data`, which no beat changes before stage 2 reads it. The choice is made
+    /// here, not in stage 1, so stage 1's word-role decode does not select 64 bits.
     s2_final_data: DFF<Bits<64>>,
+    s2_final_from_fin: DFF<Bit>,
     s2_final_tag: DFF<Bits<10>>,
+    push_final_data: Signal<Local, Bits<64>>,
     s2_w0_check: DFF<Bit>,
     s2_ok0: DFF<Bit>,
     s2_w1_check: DFF<Bit>,
@@ -327,13 +342,18 @@ pub struct MpaRxDelineator {
     crc_state: DFF<Bits<32>>,
     /// ULPDU bytes not yet sent.
     out_left: DFF<Bits<16>>,
+    /// `out_left > 8`, kept beside it (from compares on the lengths and on `out_left`
+    /// a cycle ahead), so no 16-bit compare is in series with the data selection.
+    out_left_gt8: DFF<Bit>,
     /// The ULPDU starts at byte 6 of a beat (else byte 2).
     offset6: DFF<Bit>,
     /// The `keep` of the current ULPDU's last beat.
     final_keep: DFF<Bits<8>>,
     /// The previous input beat.
     prev: DFF<Bits<64>>,
-    /// A ULPDU's last beat, held for its CRC word.
+    /// A ULPDU's last beat, held for its CRC word: the `final_data` of the last beat
+    /// with a word in it (the beat that completed the ULPDU, when the next word is its
+    /// CRC), so it loads without waiting for the word-role decode.
     fin_data: DFF<Bits<64>>,
     fin_keep: DFF<Bits<8>>,
     crc_failed: DFF<Bit>,
@@ -405,6 +425,12 @@ impl Default for MpaRxDelineator {
             skid_word: Default::default(),
             skid_valid: Default::default(),
             in_take: Default::default(),
+            in_q_data: Default::default(),
+            in_q_keep: Default::default(),
+            in_q_last: Default::default(),
+            in_q_valid: Default::default(),
+            in_ready_q: Default::default(),
+            busy_q: Default::default(),
             in_w0_valid: Default::default(),
             in_w1_valid: Default::default(),
             in_partial: Default::default(),
@@ -467,7 +493,6 @@ impl Default for MpaRxDelineator {
             final_data: Default::default(),
             final_keep_now: Default::default(),
             final_out: Default::default(),
-            final_out_data: Default::default(),
             final_out_keep: Default::default(),
             final_out_tag: Default::default(),
             first_out: Default::default(),
@@ -479,6 +504,8 @@ impl Default for MpaRxDelineator {
             s2_first_tag: Default::default(),
             s2_final: Default::default(),
             s2_final_data: Default::default(),
+            s2_final_from_fin: Default::default(),
+            push_final_data: Default::default(),
             s2_final_tag: Default::default(),
             s2_w0_check: Default::default(),
             s2_ok0: Default::default(),
@@ -516,6 +543,7 @@ impl Default for MpaRxDelineator {
             left2_is2: Default::default(),
             crc_state: Default::default(),
             out_left: Default::default(),
+            out_left_gt8: Default::default(),
             offset6: Default::default(),
             final_keep: Default::default(),
             prev: Default::default(),
@@ -554,6 +582,8 @@ impl Logic for MpaRxDelineator {
             left_is2,
             crc_state,
             out_left,
+            out_left_gt8,
+            s2_final_from_fin,
             offset6,
             final_keep,
             prev,
@@ -587,7 +617,13 @@ impl Logic for MpaRxDelineator {
             s2_length_error,
             s0_word,
             skid_word,
-            skid_valid
+            skid_valid,
+            in_q_data,
+            in_q_keep,
+            in_q_last,
+            in_q_valid,
+            in_ready_q,
+            busy_q
         );
         self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
         self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
@@ -598,33 +634,38 @@ impl Logic for MpaRxDelineator {
         self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
         self.take.next = self.s0_valid.q.val() & self.s2_advance.val() & !self.failed.val();
         self.s0_load.next = !self.s0_valid.q.val() | self.s2_advance.val();
-        self.in_ready.next = !self.skid_valid.q.val() & !self.reset.val();
+        self.in_ready.next = self.in_ready_q.q.val() & !self.reset.val();
 
         // Stage 0: the beat as two words, and each word read as a header.
         // ULPDU_Length is big-endian: its high byte is byte 0 (bits 7:0).
-        self.in_len0.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
-            | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8));
-        self.in_len1.next = (bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(32)) << 8)
-            | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(40));
+        self.in_len0.next = (bit_cast::<16, 8>(self.in_q_data.q.val().get_bits::<8>(0)) << 8)
+            | bit_cast::<16, 8>(self.in_q_data.q.val().get_bits::<8>(8));
+        self.in_len1.next = (bit_cast::<16, 8>(self.in_q_data.q.val().get_bits::<8>(32)) << 8)
+            | bit_cast::<16, 8>(self.in_q_data.q.val().get_bits::<8>(40));
         self.in_body0.next = self.in_len0.val() >> 2;
         if self.in_len0.val().get_bits::<2>(0) == 3 {
             self.in_body0.next = (self.in_len0.val() >> 2) + 1;
         }
         self.crc_data_both.state.next = self.crc_zero.val();
-        self.crc_data_both.data.next = self.in_data.val();
+        self.crc_data_both.data.next = self.in_q_data.q.val();
         self.crc_data_both.keep.next = self.keep_all.val();
         self.crc_data_low.state.next = self.crc_zero.val();
-        self.crc_data_low.data.next = self.in_data.val();
+        self.crc_data_low.data.next = self.in_q_data.q.val();
         self.crc_data_low.keep.next = self.keep_low_word.val();
         self.crc_data_high.state.next = self.crc_init.val();
-        self.crc_data_high.data.next = self.in_data.val() >> 32;
+        self.crc_data_high.data.next = self.in_q_data.q.val() >> 32;
         self.crc_data_high.keep.next = self.keep_low_word.val();
-        self.in_w0_valid.next = self.in_keep.val().get_bit(3);
-        self.in_w1_valid.next = self.in_keep.val().get_bit(7);
-        self.in_partial.next = (self.in_keep.val() != 0x00)
-            & (self.in_keep.val() != 0x0F)
-            & (self.in_keep.val() != 0xFF);
-        self.in_body0_less1.next = self.in_body0.val() - 1;
+        self.in_w0_valid.next = self.in_q_keep.q.val().get_bit(3);
+        self.in_w1_valid.next = self.in_q_keep.q.val().get_bit(7);
+        self.in_partial.next = (self.in_q_keep.q.val() != 0x00)
+            & (self.in_q_keep.q.val() != 0x0F)
+            & (self.in_q_keep.q.val() != 0xFF);
+        // `body0 - 1` from the length directly, not from `in_body0`: one carry chain
+        // behind the input, not two in series.
+        self.in_body0_less1.next = (self.in_len0.val() >> 2) - 1;
+        if self.in_len0.val().get_bits::<2>(0) == 3 {
+            self.in_body0_less1.next = self.in_len0.val() >> 2;
+        }
         self.in_body1.next = self.in_len1.val() >> 2;
         if self.in_len1.val().get_bits::<2>(0) == 3 {
             self.in_body1.next = (self.in_len1.val() >> 2) + 1;
@@ -643,13 +684,13 @@ impl Logic for MpaRxDelineator {
         self.in_word.next = bit_cast::<255, 32>(self.crc_data_both.next_state.val())
             | (bit_cast::<255, 32>(self.crc_data_low.next_state.val()) << 32)
             | (bit_cast::<255, 32>(self.crc_data_high.next_state.val()) << 64)
-            | (bit_cast::<255, 64>(self.in_data.val()) << 96)
+            | (bit_cast::<255, 64>(self.in_q_data.q.val()) << 96)
             | (bit_cast::<255, 16>(self.in_len0.val()) << 160)
             | (bit_cast::<255, 16>(self.in_len1.val()) << 176)
             | (bit_cast::<255, 16>(self.in_body0.val()) << 192)
             | (bit_cast::<255, 16>(self.in_body0_less1.val()) << 208)
             | (bit_cast::<255, 16>(self.in_body1.val()) << 224)
-            | (bit_cast::<255, 1>(self.in_last.val().into()) << 240)
+            | (bit_cast::<255, 1>(self.in_q_last.q.val().into()) << 240)
             | (bit_cast::<255, 1>(self.in_w0_valid.val().into()) << 241)
             | (bit_cast::<255, 1>(self.in_w1_valid.val().into()) << 242)
             | (bit_cast::<255, 1>(self.in_partial.val().into()) << 243)
@@ -664,21 +705,34 @@ impl Logic for MpaRxDelineator {
             | (bit_cast::<255, 1>(self.in_len1_over.val().into()) << 252)
             | (bit_cast::<255, 1>(self.in_len0_zero.val().into()) << 253)
             | (bit_cast::<255, 1>(self.in_len1_zero.val().into()) << 254);
-        // Stage 0 loads the skid's beat if there is one (the input waits meanwhile),
-        // else the input's; an input beat that stage 0 cannot take goes to the skid.
+        // Stage 0 loads the skid's beat if there is one, else the input register's; a
+        // beat in the input register that stage 0 cannot take goes to the skid if it
+        // is free (else it waits there, and the input with it). The skid is always the
+        // older beat.
         self.in_take.next = self.in_valid.val() & self.in_ready.val();
+        if self.in_take.val() {
+            self.in_q_data.d.next = self.in_data.val();
+            self.in_q_keep.d.next = self.in_keep.val();
+            self.in_q_last.d.next = self.in_last.val();
+        }
         if self.s0_load.val() {
             if self.skid_valid.q.val() {
                 self.s0_word.d.next = self.skid_word.q.val();
                 self.s0_valid.d.next = true;
-                self.skid_valid.d.next = false;
+                self.skid_word.d.next = self.in_word.val();
+                self.skid_valid.d.next = self.in_q_valid.q.val();
             } else {
                 self.s0_word.d.next = self.in_word.val();
-                self.s0_valid.d.next = self.in_take.val();
+                self.s0_valid.d.next = self.in_q_valid.q.val();
             }
-        } else if self.in_take.val() {
+            self.in_q_valid.d.next = self.in_take.val();
+        } else if !self.skid_valid.q.val() {
             self.skid_word.d.next = self.in_word.val();
-            self.skid_valid.d.next = true;
+            self.skid_valid.d.next = self.in_q_valid.q.val();
+            self.in_q_valid.d.next = self.in_take.val();
+        } else if self.in_take.val() {
+            // Only with the input register empty: `in_ready` was low with both full.
+            self.in_q_valid.d.next = true;
         }
         self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0);
         self.s0_crc_low.next = self.s0_word.q.val().get_bits::<32>(32);
@@ -817,7 +871,7 @@ impl Logic for MpaRxDelineator {
         self.data_complete.next = self.complete0.val() | self.complete1.val();
         self.full_emit.next = self.w0_valid.val()
             & self.w0_body.val()
-            & (self.out_left.q.val() > 8)
+            & self.out_left_gt8.q.val()
             & (!self.offset6.q.val() | self.w1_valid.val());
         if self.offset6.q.val() {
             self.realigned.next = (self.s0_data.val() << 16) | (self.prev.q.val() >> 48);
@@ -847,13 +901,10 @@ impl Logic for MpaRxDelineator {
         // its bytes if all arrived, else empty). Good if word 1's CRC matches.
         self.final_out.next = (self.complete0.val() & self.w1_valid.val() & !self.too_long0.val())
             | (self.unended.val() & self.in_after.val());
-        self.final_out_data.next = 0_u64.into();
         self.final_out_keep.next = self.keep_none.val();
         if self.data_complete.val() {
-            self.final_out_data.next = self.final_data.val();
             self.final_out_keep.next = self.final_keep_now.val();
         } else if !self.w0_valid.val() & self.w0_crc.val() {
-            self.final_out_data.next = self.fin_data.q.val();
             self.final_out_keep.next = self.fin_keep.q.val();
         }
         if self.complete0.val() & self.w1_valid.val() {
@@ -912,22 +963,26 @@ impl Logic for MpaRxDelineator {
         if self.push_first.val() {
             self.final_slot.next = self.queue_tail.q.val() + 1;
         }
+        self.push_final_data.next = self.s2_final_data.q.val();
+        if self.s2_final_from_fin.q.val() {
+            self.push_final_data.next = self.fin_data.q.val();
+        }
         if self.push_final.val() {
             match self.final_slot.val().index() {
                 0 => {
-                    self.queue0_data.d.next = self.s2_final_data.q.val();
+                    self.queue0_data.d.next = self.push_final_data.val();
                     self.queue0_tag.d.next = self.push_final_tag.val();
                 }
                 1 => {
-                    self.queue1_data.d.next = self.s2_final_data.q.val();
+                    self.queue1_data.d.next = self.push_final_data.val();
                     self.queue1_tag.d.next = self.push_final_tag.val();
                 }
                 2 => {
-                    self.queue2_data.d.next = self.s2_final_data.q.val();
+                    self.queue2_data.d.next = self.push_final_data.val();
                     self.queue2_tag.d.next = self.push_final_tag.val();
                 }
                 _ => {
-                    self.queue3_data.d.next = self.s2_final_data.q.val();
+                    self.queue3_data.d.next = self.push_final_data.val();
                     self.queue3_tag.d.next = self.push_final_tag.val();
                 }
             }
@@ -984,13 +1039,15 @@ impl Logic for MpaRxDelineator {
             }
             if self.hdr_here.val() {
                 self.out_left.d.next = self.hdr_len.val();
+                self.out_left_gt8.d.next = self.hdr_len.val() > 8;
                 self.offset6.d.next = self.hdr_at_w1.val();
                 self.final_keep.d.next = self.hdr_keep.val();
             }
             if self.full_emit.val() {
                 self.out_left.d.next = self.out_left.q.val() - 8;
+                self.out_left_gt8.d.next = self.out_left.q.val() > 16;
             }
-            if self.data_complete.val() {
+            if self.w0_valid.val() {
                 self.fin_data.d.next = self.final_data.val();
                 self.fin_keep.d.next = self.final_keep_now.val();
             }
@@ -999,7 +1056,8 @@ impl Logic for MpaRxDelineator {
             self.s2_first_data.d.next = self.first_out_data.val();
             self.s2_first_tag.d.next = self.first_out_tag.val();
             self.s2_final.d.next = self.final_out.val();
-            self.s2_final_data.d.next = self.final_out_data.val();
+            self.s2_final_data.d.next = self.final_data.val();
+            self.s2_final_from_fin.d.next = !self.w0_valid.val() & self.w0_crc.val();
             self.s2_final_tag.d.next = self.final_out_tag.val();
             self.s2_w0_check.d.next = self.w0_valid.val() & self.w0_crc.val();
             self.s2_ok0.d.next = self.crc_ok0.val();
@@ -1013,6 +1071,7 @@ impl Logic for MpaRxDelineator {
         if self.reset.val() {
             self.s0_valid.d.next = false;
             self.skid_valid.d.next = false;
+            self.in_q_valid.d.next = false;
             self.in_fpdu.d.next = false;
             self.crc_state.d.next = self.crc_init.val();
             self.crc_failed.d.next = false;
@@ -1046,9 +1105,16 @@ impl Logic for MpaRxDelineator {
         self.ulpdu_valid.next = self.queue_count.q.val() != 0;
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
-        self.busy.next = self.skid_valid.q.val()
-            | self.s0_valid.q.val()
-            | self.s2_valid.q.val()
-            | (self.queue_count.q.val() != 0);
+        // The input may take a beat next cycle unless the skid and the input register
+        // will both hold one.
+        self.in_ready_q.d.next = !(self.skid_valid.d.val() & self.in_q_valid.d.val());
+        // `busy` is a register: next cycle's holdings, from the registers' inputs (a user
+        // decides on it with wide fan-out; in `nic_top`, the failed flow's context write).
+        self.busy_q.d.next = self.in_q_valid.d.val()
+            | self.skid_valid.d.val()
+            | self.s0_valid.d.val()
+            | self.s2_valid.d.val()
+            | (self.queue_count.d.val() != 0);
+        self.busy.next = self.busy_q.q.val();
     }
 }

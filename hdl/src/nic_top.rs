@@ -403,6 +403,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     host_queue: PacketFifo<QUEUE_BITS>,
     firmware_queue: PacketFifo<QUEUE_BITS>,
     framer: MpaTxFramer,
+    /// Between `mpa_tx` and the segment builder: the builder's payload ready (from the
+    /// arbiter's grant and `tx_slice`) would otherwise run on into every enable of
+    /// `mpa_tx`'s stages and back out to `host_tx_ready`.
+    fpdu_slice: SkidBuffer,
     builder: SegmentBuilder,
     /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
     /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
@@ -580,6 +584,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// one is offered; the output registers load.
     replay_sink_ready: Signal<Local, Bit>,
     replay_b_load: Signal<Local, Bit>,
+    /// The delivery is in `MpaFeed` / `FirmwareCopy`: flags that follow the delivery's
+    /// transitions into and out of those states, so the replay's read enable (fanned
+    /// out to every tile of both buffers) starts at flip-flops, not at a state decode.
+    at_mpa_feed: DFF<Bit>,
+    at_firmware_copy: DFF<Bit>,
     /// The frame's last beat goes to its sink this cycle.
     replay_done: Signal<Local, Bit>,
     /// The ULPDU limit of the flow being delivered.
@@ -758,7 +767,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             new_snd_nxt,
             tx_refused,
             tx_source,
-            ticks
+            ticks,
+            at_mpa_feed,
+            at_firmware_copy
         );
         self.parser.clock.next = self.clock.val();
         self.parser.reset.next = self.reset.val();
@@ -774,6 +785,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.reset.next = self.reset.val();
         self.tx_slice.clock.next = self.clock.val();
         self.tx_slice.reset.next = self.reset.val();
+        self.fpdu_slice.clock.next = self.clock.val();
+        self.fpdu_slice.reset.next = self.reset.val();
         self.firmware_slice.clock.next = self.clock.val();
         self.firmware_slice.reset.next = self.reset.val();
         self.checksums.clock.next = self.clock.val();
@@ -1080,24 +1093,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // beats are read into the buffers' read latches and output registers (A, B),
         // each holding while the one after it stalls, and go from B to the sink.
         // Beat 0 is read in the start state, so B offers it in the state's second cycle.
-        self.replay_sink_ready.next = false;
-        if self.deliver.q.val() == Deliver::MpaFeed {
-            self.replay_sink_ready.next = self.mpa_rx.in_ready.val();
-        }
-        if self.deliver.q.val() == Deliver::FirmwareCopy {
-            self.replay_sink_ready.next = self.firmware_slice.in_ready.val();
-        }
+        self.replay_sink_ready.next = (self.at_mpa_feed.q.val() & self.mpa_rx.in_ready.val())
+            | (self.at_firmware_copy.q.val() & self.firmware_slice.in_ready.val());
         self.replay_b_load.next = !self.replay_b_valid.q.val() | self.replay_sink_ready.val();
         self.replay_done.next =
             self.replay_b_valid.q.val() & self.replay_b_last.q.val() & self.replay_sink_ready.val();
         // The delivery's last read of its bank: the raw frame's, or the payload's when
         // the raw frame does not follow.
         self.back_release.next = self.replay_done.val()
-            & ((self.deliver.q.val() == Deliver::FirmwareCopy)
-                | ((self.deliver.q.val() == Deliver::MpaFeed) & !self.rx_firmware_after.q.val()));
+            & (self.at_firmware_copy.q.val()
+                | (self.at_mpa_feed.q.val() & !self.rx_firmware_after.q.val()));
         self.replay_beat.next = self.replay.q.val();
-        self.replay_issue.next = ((self.deliver.q.val() == Deliver::MpaFeed)
-            | (self.deliver.q.val() == Deliver::FirmwareCopy))
+        self.replay_issue.next = (self.at_mpa_feed.q.val() | self.at_firmware_copy.q.val())
             & !self.replay_read_all.q.val()
             & (!self.replay_a_valid.q.val() | self.replay_b_load.val());
         if (self.deliver.q.val() == Deliver::MpaStart)
@@ -1134,8 +1141,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.mpa_rx.in_keep.next = self.d_payload_last_keep.q.val();
         }
         self.mpa_rx.in_last.next = self.replay_b_last.q.val();
-        self.mpa_rx.in_valid.next =
-            self.replay_b_valid.q.val() & (self.deliver.q.val() == Deliver::MpaFeed);
+        self.mpa_rx.in_valid.next = self.replay_b_valid.q.val() & self.at_mpa_feed.q.val();
         self.host_queue.in_data.next = self.mpa_rx.ulpdu_data.val();
         self.host_queue.in_keep.next = self.mpa_rx.ulpdu_keep.val();
         self.host_queue.in_last.next = self.mpa_rx.ulpdu_last.val();
@@ -1167,7 +1173,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         self.firmware_slice.in_last.next = self.replay_b_last.q.val();
         self.firmware_slice.in_valid.next =
-            self.replay_b_valid.q.val() & (self.deliver.q.val() == Deliver::FirmwareCopy);
+            self.replay_b_valid.q.val() & self.at_firmware_copy.q.val();
         self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
         self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
         self.firmware_queue.in_last.next = self.firmware_slice.out_last.val();
@@ -1202,11 +1208,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.framer.ulpdu_len.next = self.tx_len.q.val();
         self.framer.ulpdu_valid.next =
             self.host_tx_valid.val() & (self.control.q.val() == Control::TxStream);
-        self.builder.payload_data.next = self.framer.fpdu_data.val();
-        self.builder.payload_keep.next = self.framer.fpdu_keep.val();
-        self.builder.payload_last.next = self.framer.fpdu_last.val();
-        self.builder.payload_valid.next = self.framer.fpdu_valid.val();
-        self.framer.fpdu_ready.next = self.builder.payload_ready.val();
+        self.fpdu_slice.in_data.next = self.framer.fpdu_data.val();
+        self.fpdu_slice.in_keep.next = self.framer.fpdu_keep.val();
+        self.fpdu_slice.in_last.next = self.framer.fpdu_last.val();
+        self.fpdu_slice.in_valid.next = self.framer.fpdu_valid.val();
+        self.framer.fpdu_ready.next = self.fpdu_slice.in_ready.val();
+        self.builder.payload_data.next = self.fpdu_slice.out_data.val();
+        self.builder.payload_keep.next = self.fpdu_slice.out_keep.val();
+        self.builder.payload_last.next = self.fpdu_slice.out_last.val();
+        self.builder.payload_valid.next = self.fpdu_slice.out_valid.val();
+        self.fpdu_slice.out_ready.next = self.builder.payload_ready.val();
 
         // Whole frames from the firmware (first) or the builder, through the skid buffer
         // into checksum insertion.
@@ -1700,8 +1711,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.deliver_idle.val()
             & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
+        self.at_mpa_feed.d.next = !self.reset.val()
+            & ((self.deliver.q.val() == Deliver::MpaStart)
+                | (self.at_mpa_feed.q.val() & !self.replay_done.val()));
+        self.at_firmware_copy.d.next = !self.reset.val()
+            & ((self.deliver.q.val() == Deliver::FirmwareStart)
+                | (self.at_firmware_copy.q.val() & !self.replay_done.val()));
         self.at_rx_mpa_drain.d.next = !self.reset.val()
-            & (((self.deliver.q.val() == Deliver::MpaFeed) & self.replay_done.val())
+            & ((self.at_mpa_feed.q.val() & self.replay_done.val())
                 | (self.at_rx_mpa_drain.q.val() & self.mpa_rx.busy.val()));
 
         // Outputs.

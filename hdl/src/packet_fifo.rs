@@ -122,6 +122,9 @@ pub struct PacketFifo<const ADDR_BITS: usize> {
     ram: OutputRegisteredRam<Bits<WORD_BITS>, ADDR_BITS>,
     /// 2^`ADDR_BITS`, as a pointer difference.
     depth: Constant<Bits<PTR_BITS>>,
+    /// 2^`ADDR_BITS` - 1: `x + 1 == depth` is compared as `x == depth_less1`, no adder
+    /// in series with the subtraction that makes `x`.
+    depth_less1: Constant<Bits<PTR_BITS>>,
     /// Beats in the RAM: `wr - rd`.
     used: Signal<Local, Bits<PTR_BITS>>,
     /// Beats of the packet being written: `wr - commit`.
@@ -196,6 +199,7 @@ impl<const ADDR_BITS: usize> Default for PacketFifo<ADDR_BITS> {
             packets_dropped_full: Default::default(),
             ram: Default::default(),
             depth: Constant::new((1_u64 << ADDR_BITS).into()),
+            depth_less1: Constant::new(((1_u64 << ADDR_BITS) - 1).into()),
             used: Default::default(),
             committed_beats: Default::default(),
             rolling_back: Default::default(),
@@ -354,14 +358,14 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
             self.full.d.next = (self.committed_beats.val() == self.depth.val()) & !self.issue.val();
         } else if self.ram.write_enable.val() {
             self.full.d.next = (self.issue.val() & (self.used.val() == self.depth.val()))
-                | (!self.issue.val() & (self.used.val() + 1 == self.depth.val()));
+                | (!self.issue.val() & (self.used.val() == self.depth_less1.val()));
         } else {
             self.full.d.next = !self.issue.val() & (self.used.val() == self.depth.val());
         }
         if self.rolling_back.val() | self.committing.val() {
             self.too_long.d.next = false;
         } else if self.ram.write_enable.val() {
-            self.too_long.d.next = self.pending_beats.val() + 1 == self.depth.val();
+            self.too_long.d.next = self.pending_beats.val() == self.depth_less1.val();
         } else {
             self.too_long.d.next = self.pending_beats.val() == self.depth.val();
         }
