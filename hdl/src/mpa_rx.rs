@@ -40,7 +40,9 @@
 //! for the ULPDU, so each output beat is two bytes of the current input beat over six of
 //! the previous one, or six over two: a two-way choice, not a barrel shifter.
 //!
-//! **Three stages**: stage 0 registers the input beat with what can be read from it
+//! **An input register and three stages**: the input register holds the beat as it
+//! came (so the source's clock-to-out, a block RAM's in `nic_top`, is not in series
+//! with the decode); stage 0 registers it with what can be read from it
 //! alone (its words' `keep`, both candidate ULPDU_Lengths, their body-word counts and
 //! their compares with the limit), so no length compare is in series with what follows.
 //! Stage 1 decodes the word roles, runs the CRC register, realigns the
@@ -50,8 +52,8 @@
 //! ends the flow before word 1; a bad CRC word makes its ULPDU's last beat bad) and
 //! the errors' order, and pushes into the output queue. Stage 1 does not stop at an
 //! error it cannot see yet: once the flow has failed its state no longer matters, and
-//! stage 2 drops the beats that follow. `busy` is high while a beat is in the skid,
-//! stage 0, stage 2 or the queue, so a user that waits for it low after a segment's
+//! stage 2 drops the beats that follow. `busy` (a register) is high while a beat is in
+//! the input register, the skid, stage 0, stage 2 or the queue, so a user that waits for it low after a segment's
 //! last beat has all of the segment's ULPDUs out and its errors latched.
 //!
 //! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
@@ -66,18 +68,18 @@
 //! most two places are taken *before* this cycle's dequeue, and holds its beat
 //! (stalling stage 1) otherwise: back to back with the output ready the queue holds 0–2
 //! beats, so it never holds, and the pushes do not wait on `ulpdu_ready`, which only
-//! moves the head. A stall reaches stage 0 in the same cycle, but not the input: a
-//! *skid* register takes the beat that arrives while stage 0 cannot load (decoded, as
-//! stage 0 would hold it), stage 0 takes the skid's beat before the next input beat,
-//! and `in_ready` is a register (the skid is empty). So neither `ulpdu_ready` nor the
+//! moves the head. A stall reaches stage 0 and the input register in the same cycle,
+//! but not the input: a *skid* register takes the beat that arrives while the input
+//! register holds on, the input register takes the skid's beat before the next input
+//! beat, and `in_ready` is a register (not both hold a beat). So neither `ulpdu_ready` nor the
 //! back-pressure it starts runs through this block into the source's or the sink's
 //! logic (in `nic_top` both were critical paths). `tests/blocks/mpa_rx.rs` checks the
 //! exact cycle count back to back.
-//! Latency: a ULPDU beat leaves three cycles after the input beat that completes it;
+//! Latency: a ULPDU beat leaves four cycles after the input beat that completes it;
 //! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
-//! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
-//! 2,801 LUT4, 610 FF, 125.4 MHz, i.e. 8 Gb/s at 8 bytes a cycle (the boards' ports
+//! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`),
+//! before the input register: 2,801 LUT4, 610 FF, 125.4 MHz, i.e. 8 Gb/s at 8 bytes a cycle (the boards' ports
 //! are 1 Gb/s); in one stage it was 3,119 LUT4, 421 FF, 82.7 MHz. What took it there:
 //! the second stage (the CRC compares and error gating off the data path), the word
 //! roles decoded from registered "0, 1, 2 words left" flags instead of 16-bit
@@ -181,21 +183,24 @@ pub struct MpaRxDelineator {
     in_len1_over: Signal<Local, Bit>,
     in_len0_zero: Signal<Local, Bit>,
     in_len1_zero: Signal<Local, Bit>,
-    /// The skid: an input beat, decoded, that arrived while stage 0 could not load;
-    /// stage 0 takes it before the next input beat. It makes `in_ready` a register
-    /// (no skid beat held), so the back-pressure from the output stops here rather
-    /// than running on into the source's logic.
-    skid_word: DFF<Bits<255>>,
-    skid_valid: DFF<Bit>,
     in_take: Signal<Local, Bit>,
-    /// The input register: the beat as it arrived, decoded from here (into stage 0 or
-    /// the skid), so nothing of the source's clock-to-out (a block RAM's, in `nic_top`)
-    /// is in series with the decode's carry chains and XOR matrices. With the skid it
-    /// holds up to two beats; `in_ready` (a register) is high unless both are full.
+    /// The input register: the beat as it arrived, decoded from here into stage 0, so
+    /// nothing of the source's clock-to-out (a block RAM's, in `nic_top`) is in series
+    /// with the decode's carry chains and XOR matrices.
     in_q_data: DFF<Bits<64>>,
     in_q_keep: DFF<Bits<8>>,
     in_q_last: DFF<Bit>,
     in_q_valid: DFF<Bit>,
+    /// The input register is empty or its beat goes into stage 0 this cycle.
+    in_q_free: Signal<Local, Bit>,
+    /// The skid: the beat that arrived while the input register could not move on
+    /// (raw, the input register takes it next). It makes `in_ready` a register, high
+    /// unless both hold a beat, so the back-pressure from the output stops here rather
+    /// than running on into the source's logic.
+    skid_data: DFF<Bits<64>>,
+    skid_keep: DFF<Bits<8>>,
+    skid_last: DFF<Bit>,
+    skid_valid: DFF<Bit>,
     in_ready_q: DFF<Bit>,
     busy_q: DFF<Bit>,
     s0_data: Signal<Local, Bits<64>>,
@@ -422,8 +427,11 @@ impl Default for MpaRxDelineator {
             s0_valid: Default::default(),
             s0_word: Default::default(),
             in_word: Default::default(),
-            skid_word: Default::default(),
+            skid_data: Default::default(),
+            skid_keep: Default::default(),
+            skid_last: Default::default(),
             skid_valid: Default::default(),
+            in_q_free: Default::default(),
             in_take: Default::default(),
             in_q_data: Default::default(),
             in_q_keep: Default::default(),
@@ -616,7 +624,9 @@ impl Logic for MpaRxDelineator {
             s2_word1,
             s2_length_error,
             s0_word,
-            skid_word,
+            skid_data,
+            skid_keep,
+            skid_last,
             skid_valid,
             in_q_data,
             in_q_keep,
@@ -705,34 +715,35 @@ impl Logic for MpaRxDelineator {
             | (bit_cast::<255, 1>(self.in_len1_over.val().into()) << 252)
             | (bit_cast::<255, 1>(self.in_len0_zero.val().into()) << 253)
             | (bit_cast::<255, 1>(self.in_len1_zero.val().into()) << 254);
-        // Stage 0 loads the skid's beat if there is one, else the input register's; a
-        // beat in the input register that stage 0 cannot take goes to the skid if it
-        // is free (else it waits there, and the input with it). The skid is always the
-        // older beat.
+        // Stage 0 loads the input register's beat, decoded; the input register then
+        // takes the skid's beat if there is one (the skid is the newer), else the
+        // input's. An input beat that arrives while the input register holds on goes
+        // to the skid (which is empty then: `in_ready` was low with both full).
         self.in_take.next = self.in_valid.val() & self.in_ready.val();
-        if self.in_take.val() {
-            self.in_q_data.d.next = self.in_data.val();
-            self.in_q_keep.d.next = self.in_keep.val();
-            self.in_q_last.d.next = self.in_last.val();
-        }
         if self.s0_load.val() {
+            self.s0_word.d.next = self.in_word.val();
+            self.s0_valid.d.next = self.in_q_valid.q.val();
+        }
+        self.in_q_free.next = !self.in_q_valid.q.val() | self.s0_load.val();
+        if self.in_q_free.val() {
             if self.skid_valid.q.val() {
-                self.s0_word.d.next = self.skid_word.q.val();
-                self.s0_valid.d.next = true;
-                self.skid_word.d.next = self.in_word.val();
-                self.skid_valid.d.next = self.in_q_valid.q.val();
+                self.in_q_data.d.next = self.skid_data.q.val();
+                self.in_q_keep.d.next = self.skid_keep.q.val();
+                self.in_q_last.d.next = self.skid_last.q.val();
+                self.in_q_valid.d.next = true;
+                self.skid_valid.d.next = false;
             } else {
-                self.s0_word.d.next = self.in_word.val();
-                self.s0_valid.d.next = self.in_q_valid.q.val();
+                self.in_q_data.d.next = self.in_data.val();
+                self.in_q_keep.d.next = self.in_keep.val();
+                self.in_q_last.d.next = self.in_last.val();
+                self.in_q_valid.d.next = self.in_take.val();
             }
-            self.in_q_valid.d.next = self.in_take.val();
-        } else if !self.skid_valid.q.val() {
-            self.skid_word.d.next = self.in_word.val();
-            self.skid_valid.d.next = self.in_q_valid.q.val();
-            self.in_q_valid.d.next = self.in_take.val();
-        } else if self.in_take.val() {
-            // Only with the input register empty: `in_ready` was low with both full.
-            self.in_q_valid.d.next = true;
+        }
+        if self.in_take.val() & (!self.in_q_free.val() | self.skid_valid.q.val()) {
+            self.skid_data.d.next = self.in_data.val();
+            self.skid_keep.d.next = self.in_keep.val();
+            self.skid_last.d.next = self.in_last.val();
+            self.skid_valid.d.next = true;
         }
         self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0);
         self.s0_crc_low.next = self.s0_word.q.val().get_bits::<32>(32);
@@ -1105,7 +1116,7 @@ impl Logic for MpaRxDelineator {
         self.ulpdu_valid.next = self.queue_count.q.val() != 0;
         self.crc_error.next = self.crc_failed.q.val();
         self.length_error.next = self.length_failed.q.val();
-        // The input may take a beat next cycle unless the skid and the input register
+        // The input may take a beat next cycle unless the input register and the skid
         // will both hold one.
         self.in_ready_q.d.next = !(self.skid_valid.d.val() & self.in_q_valid.d.val());
         // `busy` is a register: next cycle's holdings, from the registers' inputs (a user

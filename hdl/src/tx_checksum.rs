@@ -137,8 +137,10 @@ pub struct TxChecksum {
     used: Signal<Local, Bits<10>>,
     wr_next: Signal<Local, Bits<10>>,
     /// Where the segment's last byte lies, from `seg_end` a cycle after it is set: the
-    /// index of the beat before its beat, and its position within its beat.
-    seg_pre_beat: DFF<Bits<16>>,
+    /// index of the beat before its beat (saturated at 255: beat indices stop at 190,
+    /// so the per-beat compares are 8 bits wide), and its position within its beat.
+    seg_pre_beat: DFF<Bits<8>>,
+    seg_pre_full: Signal<Local, Bits<16>>,
     seg_last_pos: DFF<Bits<3>>,
     /// For this beat, decided when the beat before was taken (and only from beat 6 on:
     /// no shorter frame holds a filled segment): the segment's last byte lies in an
@@ -165,14 +167,14 @@ pub struct TxChecksum {
     tcp_high_in_1: DFF<Bit>,
     tcp_high_in_2: DFF<Bit>,
     tcp_high_in_3: DFF<Bit>,
-    ip_lane_0: Signal<Local, Bits<32>>,
-    ip_lane_1: Signal<Local, Bits<32>>,
-    ip_lane_2: Signal<Local, Bits<32>>,
-    ip_lane_3: Signal<Local, Bits<32>>,
-    tcp_lane_0: Signal<Local, Bits<32>>,
-    tcp_lane_1: Signal<Local, Bits<32>>,
-    tcp_lane_2: Signal<Local, Bits<32>>,
-    tcp_lane_3: Signal<Local, Bits<32>>,
+    ip_lane_0: Signal<Local, Bits<18>>,
+    ip_lane_1: Signal<Local, Bits<18>>,
+    ip_lane_2: Signal<Local, Bits<18>>,
+    ip_lane_3: Signal<Local, Bits<18>>,
+    tcp_lane_0: Signal<Local, Bits<18>>,
+    tcp_lane_1: Signal<Local, Bits<18>>,
+    tcp_lane_2: Signal<Local, Bits<18>>,
+    tcp_lane_3: Signal<Local, Bits<18>>,
     /// The pseudo-header's protocol (0x0006) and TCP length (total_len - 20) as
     /// little-endian lanes, registered from `total_len` (set by beat 2, so ready long
     /// before the last beat of any frame that is filled).
@@ -183,8 +185,10 @@ pub struct TxChecksum {
     tcp_total: Signal<Local, Bits<32>>,
     /// This beat's lanes added up; registered, they join the sums a cycle later, so no
     /// cycle adds more than two terms into an accumulator.
-    ip_beat: Signal<Local, Bits<32>>,
-    tcp_beat: Signal<Local, Bits<32>>,
+    /// (18 bits: four 16-bit lanes; narrower than the accumulators, so its carry
+    /// chains are short.)
+    ip_beat: Signal<Local, Bits<18>>,
+    tcp_beat: Signal<Local, Bits<18>>,
     ip_beat_q: DFF<Bits<32>>,
     tcp_beat_q: DFF<Bits<32>>,
     /// On the last beat: the frame is kept (not oversized, every beat written).
@@ -381,15 +385,17 @@ impl Logic for TxChecksum {
         // path. `seg_end` is set by beat 2 and so is known for the lanes from beat 6 on;
         // lanes below byte 54 lie inside the segment of every frame that is filled
         // (total_len >= 40) and the sums of frames not filled are not used.
-        self.seg_pre_beat.d.next = (self.seg_end.q.val() - 9) >> 3;
+        self.seg_pre_full.next = (self.seg_end.q.val() - 9) >> 3;
+        self.seg_pre_beat.d.next = self.seg_pre_full.val().get_bits::<8>(0);
+        if self.seg_pre_full.val() > 255 {
+            self.seg_pre_beat.d.next = 255.into();
+        }
         self.seg_last_pos.d.next = bit_cast::<3, 16>((self.seg_end.q.val() - 1) & 7);
-        self.next_before_seg_last.next =
-            bit_cast::<16, 8>(self.wr_beat.q.val()) < self.seg_pre_beat.q.val();
-        self.next_is_seg_last.next =
-            bit_cast::<16, 8>(self.wr_beat.q.val()) == self.seg_pre_beat.q.val();
+        self.next_before_seg_last.next = self.wr_beat.q.val() < self.seg_pre_beat.q.val();
+        self.next_is_seg_last.next = self.wr_beat.q.val() == self.seg_pre_beat.q.val();
         if self.take.val() {
-            self.seg_before.d.next = (self.wr_beat.q.val() >= 5)
-                & (self.seg_pre_beat.q.val() < bit_cast::<16, 8>(self.wr_beat.q.val()));
+            self.seg_before.d.next =
+                (self.wr_beat.q.val() >= 5) & (self.seg_pre_beat.q.val() < self.wr_beat.q.val());
             self.seg_here.d.next = (self.wr_beat.q.val() >= 5) & self.next_is_seg_last.val();
             // Lane i of beat b is bytes 8b + 2i and 8b + 2i + 1; the beat taken now is
             // beat `wr_beat`, so the next is b = wr_beat + 1.
@@ -434,51 +440,51 @@ impl Logic for TxChecksum {
         }
         self.ip_lane_0.next = 0.into();
         if self.ip_in_0.q.val() {
-            self.ip_lane_0.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(0));
+            self.ip_lane_0.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(0));
         }
         self.tcp_lane_0.next = 0.into();
         if self.tcp_low_in_0.q.val() {
-            self.tcp_lane_0.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(0));
+            self.tcp_lane_0.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(0));
         }
         if self.tcp_high_in_0.q.val() {
             self.tcp_lane_0.next = self.tcp_lane_0.val()
-                | (bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(8)) << 8);
+                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(8)) << 8);
         }
         self.ip_lane_1.next = 0.into();
         if self.ip_in_1.q.val() {
-            self.ip_lane_1.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(16));
+            self.ip_lane_1.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(16));
         }
         self.tcp_lane_1.next = 0.into();
         if self.tcp_low_in_1.q.val() {
-            self.tcp_lane_1.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(16));
+            self.tcp_lane_1.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(16));
         }
         if self.tcp_high_in_1.q.val() {
             self.tcp_lane_1.next = self.tcp_lane_1.val()
-                | (bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(24)) << 8);
+                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(24)) << 8);
         }
         self.ip_lane_2.next = 0.into();
         if self.ip_in_2.q.val() {
-            self.ip_lane_2.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(32));
+            self.ip_lane_2.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(32));
         }
         self.tcp_lane_2.next = 0.into();
         if self.tcp_low_in_2.q.val() {
-            self.tcp_lane_2.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(32));
+            self.tcp_lane_2.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(32));
         }
         if self.tcp_high_in_2.q.val() {
             self.tcp_lane_2.next = self.tcp_lane_2.val()
-                | (bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(40)) << 8);
+                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(40)) << 8);
         }
         self.ip_lane_3.next = 0.into();
         if self.ip_in_3.q.val() {
-            self.ip_lane_3.next = bit_cast::<32, 16>(self.in_data.val().get_bits::<16>(48));
+            self.ip_lane_3.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(48));
         }
         self.tcp_lane_3.next = 0.into();
         if self.tcp_low_in_3.q.val() {
-            self.tcp_lane_3.next = bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(48));
+            self.tcp_lane_3.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(48));
         }
         if self.tcp_high_in_3.q.val() {
             self.tcp_lane_3.next = self.tcp_lane_3.val()
-                | (bit_cast::<32, 8>(self.in_data.val().get_bits::<8>(56)) << 8);
+                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(56)) << 8);
         }
         self.tcp_len.next = self.total_len.q.val() - 20;
         self.pseudo.d.next = 0x0600
@@ -491,8 +497,8 @@ impl Logic for TxChecksum {
         self.ip_beat_q.d.next = 0.into();
         self.tcp_beat_q.d.next = 0.into();
         if self.take.val() {
-            self.ip_beat_q.d.next = self.ip_beat.val();
-            self.tcp_beat_q.d.next = self.tcp_beat.val();
+            self.ip_beat_q.d.next = bit_cast::<32, 18>(self.ip_beat.val());
+            self.tcp_beat_q.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
         }
         // On a frame's last beat, its sums but that beat's lanes.
         self.ip_total.next = self.ip_sum.q.val() + self.ip_beat_q.q.val();
@@ -583,16 +589,16 @@ impl Logic for TxChecksum {
                         self.q1_fill.d.next = self.fill.val();
                         self.q1_ip.d.next = self.ip_total.val();
                         self.q1_tcp.d.next = self.tcp_total.val();
-                        self.q1_ip_last.d.next = self.ip_beat.val();
-                        self.q1_tcp_last.d.next = self.tcp_beat.val();
+                        self.q1_ip_last.d.next = bit_cast::<32, 18>(self.ip_beat.val());
+                        self.q1_tcp_last.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
                     } else {
                         self.q0_valid.d.next = true;
                         self.q0_beats.d.next = self.wr_beat.q.val() + 1;
                         self.q0_fill.d.next = self.fill.val();
                         self.q0_ip.d.next = self.ip_total.val();
                         self.q0_tcp.d.next = self.tcp_total.val();
-                        self.q0_ip_last.d.next = self.ip_beat.val();
-                        self.q0_tcp_last.d.next = self.tcp_beat.val();
+                        self.q0_ip_last.d.next = bit_cast::<32, 18>(self.ip_beat.val());
+                        self.q0_tcp_last.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
                     }
                     self.push_sel.d.next = !self.push_sel.q.val();
                     if self.fill.val() {
