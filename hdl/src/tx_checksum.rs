@@ -34,11 +34,13 @@
 //!   from two such flags and the last beat's `keep`;
 //! - whether the frame fits 1518 bytes: only its 190th beat can overrun.
 //!
-//! A beat's lanes are added up in one cycle and join the accumulators in the next, so no
-//! cycle adds more than two terms into an accumulator; the last beat's lane sum is
+//! A beat's lanes are added up in pairs in one cycle (one carry chain behind the lane
+//! masks) and the pairs join the accumulators in the next, so the masks are never in
+//! series with more than one adder; the last beat's lane pairs are
 //! queued beside the rest and added when the frame is popped, and its checksum fields
 //! are folded the cycle after, two or more cycles before beat 3 is read. The
-//! pseudo-header's protocol and length are a register set from the total length.
+//! pseudo-header's protocol and length are a register set from the total length, added
+//! into the TCP accumulator once, the cycle after beat 4 is taken.
 //!
 //! **Timing** (`cargo run --release -- synth --block tx_checksum`,
 //! LFE5U-25F-6, out of context): see the README's figures. It was 108.3 MHz with the
@@ -167,30 +169,38 @@ pub struct TxChecksum {
     tcp_high_in_1: DFF<Bit>,
     tcp_high_in_2: DFF<Bit>,
     tcp_high_in_3: DFF<Bit>,
-    ip_lane_0: Signal<Local, Bits<18>>,
-    ip_lane_1: Signal<Local, Bits<18>>,
-    ip_lane_2: Signal<Local, Bits<18>>,
-    ip_lane_3: Signal<Local, Bits<18>>,
-    tcp_lane_0: Signal<Local, Bits<18>>,
-    tcp_lane_1: Signal<Local, Bits<18>>,
-    tcp_lane_2: Signal<Local, Bits<18>>,
-    tcp_lane_3: Signal<Local, Bits<18>>,
+    ip_lane_0: Signal<Local, Bits<17>>,
+    ip_lane_1: Signal<Local, Bits<17>>,
+    ip_lane_2: Signal<Local, Bits<17>>,
+    ip_lane_3: Signal<Local, Bits<17>>,
+    tcp_lane_0: Signal<Local, Bits<17>>,
+    tcp_lane_1: Signal<Local, Bits<17>>,
+    tcp_lane_2: Signal<Local, Bits<17>>,
+    tcp_lane_3: Signal<Local, Bits<17>>,
     /// The pseudo-header's protocol (0x0006) and TCP length (total_len - 20) as
     /// little-endian lanes, registered from `total_len` (set by beat 2, so ready long
     /// before the last beat of any frame that is filled).
     pseudo: DFF<Bits<32>>,
+    /// Beat 4 was taken last cycle: the pseudo-header joins the TCP accumulator now (it
+    /// is set by then, and every filled frame has more beats), so the sum taken at the
+    /// last beat is the accumulator's alone, one adder behind the registers.
+    pseudo_due: DFF<Bit>,
+    pseudo_term: Signal<Local, Bits<32>>,
     tcp_len: Signal<Local, Bits<16>>,
     /// The sums including this beat (and, for TCP, the rest of the pseudo-header).
     ip_total: Signal<Local, Bits<32>>,
     tcp_total: Signal<Local, Bits<32>>,
-    /// This beat's lanes added up; registered, they join the sums a cycle later, so no
-    /// cycle adds more than two terms into an accumulator.
-    /// (18 bits: four 16-bit lanes; narrower than the accumulators, so its carry
-    /// chains are short.)
-    ip_beat: Signal<Local, Bits<18>>,
-    tcp_beat: Signal<Local, Bits<18>>,
-    ip_beat_q: DFF<Bits<32>>,
-    tcp_beat_q: DFF<Bits<32>>,
+    /// This beat's lanes added up in two pairs (lanes 0 + 1, lanes 2 + 3: one 17-bit
+    /// carry chain behind the lanes' masks, not a four-term sum); registered, they join
+    /// the sums a cycle later.
+    ip_beat_lo: Signal<Local, Bits<17>>,
+    ip_beat_hi: Signal<Local, Bits<17>>,
+    tcp_beat_lo: Signal<Local, Bits<17>>,
+    tcp_beat_hi: Signal<Local, Bits<17>>,
+    ip_beat_lo_q: DFF<Bits<17>>,
+    ip_beat_hi_q: DFF<Bits<17>>,
+    tcp_beat_lo_q: DFF<Bits<17>>,
+    tcp_beat_hi_q: DFF<Bits<17>>,
     /// On the last beat: the frame is kept (not oversized, every beat written).
     commit: Signal<Local, Bit>,
     /// On the last beat: the frame's checksums are filled.
@@ -215,17 +225,21 @@ pub struct TxChecksum {
     q0_fill: DFF<Bit>,
     q0_ip: DFF<Bits<32>>,
     q0_tcp: DFF<Bits<32>>,
-    /// The last beat's lanes, kept apart from the rest of the sums (added when the
+    /// The last beat's lane pairs, kept apart from the rest of the sums (added when the
     /// frame is popped, with cycles to spare before its checksums are sent).
-    q0_ip_last: DFF<Bits<32>>,
-    q0_tcp_last: DFF<Bits<32>>,
+    q0_ip_last_lo: DFF<Bits<17>>,
+    q0_ip_last_hi: DFF<Bits<17>>,
+    q0_tcp_last_lo: DFF<Bits<17>>,
+    q0_tcp_last_hi: DFF<Bits<17>>,
     q1_valid: DFF<Bit>,
     q1_beats: DFF<Bits<8>>,
     q1_fill: DFF<Bit>,
     q1_ip: DFF<Bits<32>>,
     q1_tcp: DFF<Bits<32>>,
-    q1_ip_last: DFF<Bits<32>>,
-    q1_tcp_last: DFF<Bits<32>>,
+    q1_ip_last_lo: DFF<Bits<17>>,
+    q1_ip_last_hi: DFF<Bits<17>>,
+    q1_tcp_last_lo: DFF<Bits<17>>,
+    q1_tcp_last_hi: DFF<Bits<17>>,
     push_sel: DFF<Bit>,
     pop_sel: DFF<Bit>,
     head_valid: Signal<Local, Bit>,
@@ -233,8 +247,10 @@ pub struct TxChecksum {
     head_fill: Signal<Local, Bit>,
     head_ip: Signal<Local, Bits<32>>,
     head_tcp: Signal<Local, Bits<32>>,
-    head_ip_last: Signal<Local, Bits<32>>,
-    head_tcp_last: Signal<Local, Bits<32>>,
+    head_ip_last_lo: Signal<Local, Bits<17>>,
+    head_ip_last_hi: Signal<Local, Bits<17>>,
+    head_tcp_last_lo: Signal<Local, Bits<17>>,
+    head_tcp_last_hi: Signal<Local, Bits<17>>,
     /// The frame being read: its whole sums, set when it is popped, and their folds.
     cur_ip_sum: DFF<Bits<32>>,
     cur_tcp_sum: DFF<Bits<32>>,
@@ -306,6 +322,7 @@ impl Logic for TxChecksum {
             total_len,
             seg_end,
             pseudo,
+            pseudo_due,
             seg_pre_beat,
             seg_last_pos,
             seg_before,
@@ -324,12 +341,18 @@ impl Logic for TxChecksum {
             tcp_high_in_3,
             ip_sum,
             tcp_sum,
-            ip_beat_q,
-            tcp_beat_q,
-            q0_ip_last,
-            q0_tcp_last,
-            q1_ip_last,
-            q1_tcp_last,
+            ip_beat_lo_q,
+            ip_beat_hi_q,
+            tcp_beat_lo_q,
+            tcp_beat_hi_q,
+            q0_ip_last_lo,
+            q0_ip_last_hi,
+            q0_tcp_last_lo,
+            q0_tcp_last_hi,
+            q1_ip_last_lo,
+            q1_ip_last_hi,
+            q1_tcp_last_lo,
+            q1_tcp_last_hi,
             cur_ip_sum,
             cur_tcp_sum,
             q0_valid,
@@ -440,71 +463,85 @@ impl Logic for TxChecksum {
         }
         self.ip_lane_0.next = 0.into();
         if self.ip_in_0.q.val() {
-            self.ip_lane_0.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(0));
+            self.ip_lane_0.next = bit_cast::<17, 16>(self.in_data.val().get_bits::<16>(0));
         }
         self.tcp_lane_0.next = 0.into();
         if self.tcp_low_in_0.q.val() {
-            self.tcp_lane_0.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(0));
+            self.tcp_lane_0.next = bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(0));
         }
         if self.tcp_high_in_0.q.val() {
             self.tcp_lane_0.next = self.tcp_lane_0.val()
-                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(8)) << 8);
+                | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(8)) << 8);
         }
         self.ip_lane_1.next = 0.into();
         if self.ip_in_1.q.val() {
-            self.ip_lane_1.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(16));
+            self.ip_lane_1.next = bit_cast::<17, 16>(self.in_data.val().get_bits::<16>(16));
         }
         self.tcp_lane_1.next = 0.into();
         if self.tcp_low_in_1.q.val() {
-            self.tcp_lane_1.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(16));
+            self.tcp_lane_1.next = bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(16));
         }
         if self.tcp_high_in_1.q.val() {
             self.tcp_lane_1.next = self.tcp_lane_1.val()
-                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(24)) << 8);
+                | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(24)) << 8);
         }
         self.ip_lane_2.next = 0.into();
         if self.ip_in_2.q.val() {
-            self.ip_lane_2.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(32));
+            self.ip_lane_2.next = bit_cast::<17, 16>(self.in_data.val().get_bits::<16>(32));
         }
         self.tcp_lane_2.next = 0.into();
         if self.tcp_low_in_2.q.val() {
-            self.tcp_lane_2.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(32));
+            self.tcp_lane_2.next = bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(32));
         }
         if self.tcp_high_in_2.q.val() {
             self.tcp_lane_2.next = self.tcp_lane_2.val()
-                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(40)) << 8);
+                | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(40)) << 8);
         }
         self.ip_lane_3.next = 0.into();
         if self.ip_in_3.q.val() {
-            self.ip_lane_3.next = bit_cast::<18, 16>(self.in_data.val().get_bits::<16>(48));
+            self.ip_lane_3.next = bit_cast::<17, 16>(self.in_data.val().get_bits::<16>(48));
         }
         self.tcp_lane_3.next = 0.into();
         if self.tcp_low_in_3.q.val() {
-            self.tcp_lane_3.next = bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(48));
+            self.tcp_lane_3.next = bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(48));
         }
         if self.tcp_high_in_3.q.val() {
             self.tcp_lane_3.next = self.tcp_lane_3.val()
-                | (bit_cast::<18, 8>(self.in_data.val().get_bits::<8>(56)) << 8);
+                | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(56)) << 8);
         }
         self.tcp_len.next = self.total_len.q.val() - 20;
         self.pseudo.d.next = 0x0600
             + (bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(0)) << 8)
             + bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(8));
-        self.ip_beat.next = (self.ip_lane_0.val() + self.ip_lane_1.val())
-            + (self.ip_lane_2.val() + self.ip_lane_3.val());
-        self.tcp_beat.next = (self.tcp_lane_0.val() + self.tcp_lane_1.val())
-            + (self.tcp_lane_2.val() + self.tcp_lane_3.val());
-        self.ip_beat_q.d.next = 0.into();
-        self.tcp_beat_q.d.next = 0.into();
+        self.ip_beat_lo.next = self.ip_lane_0.val() + self.ip_lane_1.val();
+        self.ip_beat_hi.next = self.ip_lane_2.val() + self.ip_lane_3.val();
+        self.tcp_beat_lo.next = self.tcp_lane_0.val() + self.tcp_lane_1.val();
+        self.tcp_beat_hi.next = self.tcp_lane_2.val() + self.tcp_lane_3.val();
+        self.ip_beat_lo_q.d.next = 0.into();
+        self.ip_beat_hi_q.d.next = 0.into();
+        self.tcp_beat_lo_q.d.next = 0.into();
+        self.tcp_beat_hi_q.d.next = 0.into();
         if self.take.val() {
-            self.ip_beat_q.d.next = bit_cast::<32, 18>(self.ip_beat.val());
-            self.tcp_beat_q.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
+            self.ip_beat_lo_q.d.next = self.ip_beat_lo.val();
+            self.ip_beat_hi_q.d.next = self.ip_beat_hi.val();
+            self.tcp_beat_lo_q.d.next = self.tcp_beat_lo.val();
+            self.tcp_beat_hi_q.d.next = self.tcp_beat_hi.val();
         }
         // On a frame's last beat, its sums but that beat's lanes.
-        self.ip_total.next = self.ip_sum.q.val() + self.ip_beat_q.q.val();
-        self.tcp_total.next = self.tcp_sum.q.val() + self.tcp_beat_q.q.val() + self.pseudo.q.val();
+        self.ip_total.next = self.ip_sum.q.val()
+            + bit_cast::<32, 17>(self.ip_beat_lo_q.q.val())
+            + bit_cast::<32, 17>(self.ip_beat_hi_q.q.val());
+        self.pseudo_due.d.next = self.take.val() & (self.wr_beat.q.val() == 4);
+        self.pseudo_term.next = 0.into();
+        if self.pseudo_due.q.val() {
+            self.pseudo_term.next = self.pseudo.q.val();
+        }
+        self.tcp_total.next = self.tcp_sum.q.val()
+            + bit_cast::<32, 17>(self.tcp_beat_lo_q.q.val())
+            + bit_cast::<32, 17>(self.tcp_beat_hi_q.q.val())
+            + self.pseudo_term.val();
         self.ip_sum.d.next = self.ip_total.val();
-        self.tcp_sum.d.next = self.tcp_sum.q.val() + self.tcp_beat_q.q.val();
+        self.tcp_sum.d.next = self.tcp_total.val();
         // Every beat but the last is full, so only the 190th beat can take a frame past
         // 1518 bytes (189 full beats are 1512).
         self.commit.next = (self.wr_beat.q.val() < 189)
@@ -535,16 +572,20 @@ impl Logic for TxChecksum {
             self.head_fill.next = self.q1_fill.q.val();
             self.head_ip.next = self.q1_ip.q.val();
             self.head_tcp.next = self.q1_tcp.q.val();
-            self.head_ip_last.next = self.q1_ip_last.q.val();
-            self.head_tcp_last.next = self.q1_tcp_last.q.val();
+            self.head_ip_last_lo.next = self.q1_ip_last_lo.q.val();
+            self.head_ip_last_hi.next = self.q1_ip_last_hi.q.val();
+            self.head_tcp_last_lo.next = self.q1_tcp_last_lo.q.val();
+            self.head_tcp_last_hi.next = self.q1_tcp_last_hi.q.val();
         } else {
             self.head_valid.next = self.q0_valid.q.val();
             self.head_beats.next = self.q0_beats.q.val();
             self.head_fill.next = self.q0_fill.q.val();
             self.head_ip.next = self.q0_ip.q.val();
             self.head_tcp.next = self.q0_tcp.q.val();
-            self.head_ip_last.next = self.q0_ip_last.q.val();
-            self.head_tcp_last.next = self.q0_tcp_last.q.val();
+            self.head_ip_last_lo.next = self.q0_ip_last_lo.q.val();
+            self.head_ip_last_hi.next = self.q0_ip_last_hi.q.val();
+            self.head_tcp_last_lo.next = self.q0_tcp_last_lo.q.val();
+            self.head_tcp_last_hi.next = self.q0_tcp_last_hi.q.val();
         }
         // The fields a cycle after the pop, two or more before beat 3 is read.
         self.cur_ip_fold.next =
@@ -589,16 +630,20 @@ impl Logic for TxChecksum {
                         self.q1_fill.d.next = self.fill.val();
                         self.q1_ip.d.next = self.ip_total.val();
                         self.q1_tcp.d.next = self.tcp_total.val();
-                        self.q1_ip_last.d.next = bit_cast::<32, 18>(self.ip_beat.val());
-                        self.q1_tcp_last.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
+                        self.q1_ip_last_lo.d.next = self.ip_beat_lo.val();
+                        self.q1_ip_last_hi.d.next = self.ip_beat_hi.val();
+                        self.q1_tcp_last_lo.d.next = self.tcp_beat_lo.val();
+                        self.q1_tcp_last_hi.d.next = self.tcp_beat_hi.val();
                     } else {
                         self.q0_valid.d.next = true;
                         self.q0_beats.d.next = self.wr_beat.q.val() + 1;
                         self.q0_fill.d.next = self.fill.val();
                         self.q0_ip.d.next = self.ip_total.val();
                         self.q0_tcp.d.next = self.tcp_total.val();
-                        self.q0_ip_last.d.next = bit_cast::<32, 18>(self.ip_beat.val());
-                        self.q0_tcp_last.d.next = bit_cast::<32, 18>(self.tcp_beat.val());
+                        self.q0_ip_last_lo.d.next = self.ip_beat_lo.val();
+                        self.q0_ip_last_hi.d.next = self.ip_beat_hi.val();
+                        self.q0_tcp_last_lo.d.next = self.tcp_beat_lo.val();
+                        self.q0_tcp_last_hi.d.next = self.tcp_beat_hi.val();
                     }
                     self.push_sel.d.next = !self.push_sel.q.val();
                     if self.fill.val() {
@@ -682,8 +727,12 @@ impl Logic for TxChecksum {
         if self.pop.val() {
             self.cur_beats.d.next = self.head_beats.val();
             self.cur_fill.d.next = self.head_fill.val();
-            self.cur_ip_sum.d.next = self.head_ip.val() + self.head_ip_last.val();
-            self.cur_tcp_sum.d.next = self.head_tcp.val() + self.head_tcp_last.val();
+            self.cur_ip_sum.d.next = self.head_ip.val()
+                + bit_cast::<32, 17>(self.head_ip_last_lo.val())
+                + bit_cast::<32, 17>(self.head_ip_last_hi.val());
+            self.cur_tcp_sum.d.next = self.head_tcp.val()
+                + bit_cast::<32, 17>(self.head_tcp_last_lo.val())
+                + bit_cast::<32, 17>(self.head_tcp_last_hi.val());
             if self.pop_sel.q.val() {
                 self.q1_valid.d.next = false;
             } else {
@@ -732,8 +781,11 @@ impl Logic for TxChecksum {
             self.seg_here.d.next = false;
             self.ip_sum.d.next = 0.into();
             self.tcp_sum.d.next = 0.into();
-            self.ip_beat_q.d.next = 0.into();
-            self.tcp_beat_q.d.next = 0.into();
+            self.pseudo_due.d.next = false;
+            self.ip_beat_lo_q.d.next = 0.into();
+            self.ip_beat_hi_q.d.next = 0.into();
+            self.tcp_beat_lo_q.d.next = 0.into();
+            self.tcp_beat_hi_q.d.next = 0.into();
         }
         if self.reset.val() {
             // Empty after reset: ready as soon as `reset` falls.
