@@ -209,6 +209,9 @@ pub struct FlowTable<const SET_BITS: usize> {
     /// The entry an insert writes.
     new_entry: Signal<Local, Bits<ENTRY_BITS>>,
     state: DFF<TableState>,
+    /// `state` is `Read` (a copy kept beside it, so the RAMs' address choice behind
+    /// the tuple's hash is one flip-flop, not a state decode).
+    at_read: DFF<Bit>,
     clear_set: DFF<Bits<SET_BITS>>,
     cmd_tuple: DFF<Bits<96>>,
     cmd_set: DFF<Bits<SET_BITS>>,
@@ -311,6 +314,7 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             any_match: Default::default(),
             new_entry: Default::default(),
             state: Default::default(),
+            at_read: Default::default(),
             clear_set: Default::default(),
             cmd_tuple: Default::default(),
             cmd_idx: Default::default(),
@@ -369,6 +373,7 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             self,
             clock,
             state,
+            at_read,
             clear_set,
             cmd_tuple,
             cmd_set,
@@ -432,7 +437,7 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             | bit_cast::<96, 16>(self.cmd_remote_port.val());
         self.lookup_hash.tuple.next = self.lookup_tuple.val();
         self.cmd_hash.tuple.next = self.cmd_port_tuple.val();
-        if self.state.q.val() == TableState::Read {
+        if self.at_read.q.val() {
             self.sel_tuple.next = self.cmd_tuple.q.val();
             self.set.next = self.cmd_set.q.val();
         } else {
@@ -638,6 +643,7 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             self.done_q.d.next = false;
             self.full_count.d.next = 0_u64.into();
         }
+        self.at_read.d.next = self.state.d.val() == TableState::Read;
         self.result_valid.next = self.res_valid.q.val();
         self.result_hit.next = self.res_hit.q.val();
         self.result_index.next = self.res_index.q.val();

@@ -336,7 +336,11 @@ impl Logic for MpaTxFramer {
             self.s1_last.d.next = false;
             self.carry.d.next = self.s0_carry.q.val();
             self.tail_crc.d.next = self.s0_crc_tail.q.val();
-            self.crc_state.d.next = self.crc_next.val();
+            // (A taken beat is never in the tail phase, and the one case where
+            // `crc_next` is the low word's ends the FPDU just below: the register takes
+            // the both-words update or the initial value, so the loop has no wider
+            // choice than that.)
+            self.crc_state.d.next = self.crc_after_both.val();
             self.phase.d.next = FramerPhase::Body;
             if self.s0_last.q.val() {
                 if self.s0_three.q.val() {

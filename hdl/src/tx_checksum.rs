@@ -221,7 +221,7 @@ pub struct TxChecksum {
     tcp_sum: DFF<Bits<32>>,
     // ---- the queue of complete frames: two entries ----
     q0_valid: DFF<Bit>,
-    q0_beats: DFF<Bits<8>>,
+    q0_last_beat: DFF<Bits<8>>,
     q0_fill: DFF<Bit>,
     q0_ip: DFF<Bits<32>>,
     q0_tcp: DFF<Bits<32>>,
@@ -232,7 +232,7 @@ pub struct TxChecksum {
     q0_tcp_last_lo: DFF<Bits<17>>,
     q0_tcp_last_hi: DFF<Bits<17>>,
     q1_valid: DFF<Bit>,
-    q1_beats: DFF<Bits<8>>,
+    q1_last_beat: DFF<Bits<8>>,
     q1_fill: DFF<Bit>,
     q1_ip: DFF<Bits<32>>,
     q1_tcp: DFF<Bits<32>>,
@@ -243,7 +243,7 @@ pub struct TxChecksum {
     push_sel: DFF<Bit>,
     pop_sel: DFF<Bit>,
     head_valid: Signal<Local, Bit>,
-    head_beats: Signal<Local, Bits<8>>,
+    head_last_beat: Signal<Local, Bits<8>>,
     head_fill: Signal<Local, Bit>,
     head_ip: Signal<Local, Bits<32>>,
     head_tcp: Signal<Local, Bits<32>>,
@@ -278,8 +278,10 @@ pub struct TxChecksum {
     pres_valid: DFF<Bit>,
     /// The index within its frame of the next beat to read.
     pres_beat: DFF<Bits<8>>,
-    /// The frame being read: beats, filled, and its checksum fields as lanes.
-    cur_beats: DFF<Bits<8>>,
+    /// The frame being read: its last beat's index (compared with `pres_beat` as it
+    /// stands, no increment in front of the compare), filled, and its checksum fields
+    /// as lanes.
+    cur_last_beat: DFF<Bits<8>>,
     cur_fill: DFF<Bit>,
     cur_ip_field: DFF<Bits<16>>,
     cur_tcp_field: DFF<Bits<16>>,
@@ -356,12 +358,12 @@ impl Logic for TxChecksum {
             cur_ip_sum,
             cur_tcp_sum,
             q0_valid,
-            q0_beats,
+            q0_last_beat,
             q0_fill,
             q0_ip,
             q0_tcp,
             q1_valid,
-            q1_beats,
+            q1_last_beat,
             q1_fill,
             q1_ip,
             q1_tcp,
@@ -370,7 +372,7 @@ impl Logic for TxChecksum {
             pres_ptr,
             pres_valid,
             pres_beat,
-            cur_beats,
+            cur_last_beat,
             cur_fill,
             cur_ip_field,
             cur_tcp_field,
@@ -568,7 +570,7 @@ impl Logic for TxChecksum {
         // ---- the queue's head and its checksum fields ----
         if self.pop_sel.q.val() {
             self.head_valid.next = self.q1_valid.q.val();
-            self.head_beats.next = self.q1_beats.q.val();
+            self.head_last_beat.next = self.q1_last_beat.q.val();
             self.head_fill.next = self.q1_fill.q.val();
             self.head_ip.next = self.q1_ip.q.val();
             self.head_tcp.next = self.q1_tcp.q.val();
@@ -578,7 +580,7 @@ impl Logic for TxChecksum {
             self.head_tcp_last_hi.next = self.q1_tcp_last_hi.q.val();
         } else {
             self.head_valid.next = self.q0_valid.q.val();
-            self.head_beats.next = self.q0_beats.q.val();
+            self.head_last_beat.next = self.q0_last_beat.q.val();
             self.head_fill.next = self.q0_fill.q.val();
             self.head_ip.next = self.q0_ip.q.val();
             self.head_tcp.next = self.q0_tcp.q.val();
@@ -626,7 +628,7 @@ impl Logic for TxChecksum {
                     self.frame_start.d.next = self.wr_next.val();
                     if self.push_sel.q.val() {
                         self.q1_valid.d.next = true;
-                        self.q1_beats.d.next = self.wr_beat.q.val() + 1;
+                        self.q1_last_beat.d.next = self.wr_beat.q.val();
                         self.q1_fill.d.next = self.fill.val();
                         self.q1_ip.d.next = self.ip_total.val();
                         self.q1_tcp.d.next = self.tcp_total.val();
@@ -636,7 +638,7 @@ impl Logic for TxChecksum {
                         self.q1_tcp_last_hi.d.next = self.tcp_beat_hi.val();
                     } else {
                         self.q0_valid.d.next = true;
-                        self.q0_beats.d.next = self.wr_beat.q.val() + 1;
+                        self.q0_last_beat.d.next = self.wr_beat.q.val();
                         self.q0_fill.d.next = self.fill.val();
                         self.q0_ip.d.next = self.ip_total.val();
                         self.q0_tcp.d.next = self.tcp_total.val();
@@ -671,7 +673,7 @@ impl Logic for TxChecksum {
         self.issue.next = self.pres_valid.q.val() & (!self.a_valid.q.val() | self.b_load.val());
         self.pres_next.next = self.pres_ptr.q.val() + 1;
         self.pres_beat_next.next = self.pres_beat.q.val() + 1;
-        self.pres_last.next = self.pres_beat_next.val() == self.cur_beats.q.val();
+        self.pres_last.next = self.pres_beat.q.val() == self.cur_last_beat.q.val();
         self.ring.read_address.next = self.pres_ptr.q.val().get_bits::<9>(0);
         self.ring.read_enable.next = self.issue.val();
         self.ring.output_enable.next = self.b_load.val();
@@ -725,7 +727,7 @@ impl Logic for TxChecksum {
             self.out_last_q.d.next = self.b_last.q.val();
         }
         if self.pop.val() {
-            self.cur_beats.d.next = self.head_beats.val();
+            self.cur_last_beat.d.next = self.head_last_beat.val();
             self.cur_fill.d.next = self.head_fill.val();
             self.cur_ip_sum.d.next = self.head_ip.val()
                 + bit_cast::<32, 17>(self.head_ip_last_lo.val())
