@@ -377,8 +377,11 @@ pub struct MpaRxDelineator {
     queue_head: DFF<Bits<2>>,
     queue_tail: DFF<Bits<2>>,
     queue_count: DFF<Bits<3>>,
-    /// Where this cycle's final push goes: after the first push, if there is one.
-    final_slot: Signal<Local, Bits<2>>,
+    /// What goes into the tail place (the first beat if stage 2 owes one, else the
+    /// final beat), and whether the tail place is free (the queue is not full).
+    tail_data: Signal<Local, Bits<64>>,
+    tail_tag: Signal<Local, Bits<10>>,
+    tail_free: Signal<Local, Bit>,
     /// The beat at the head.
     head_tag: Signal<Local, Bits<10>>,
 }
@@ -570,7 +573,9 @@ impl Default for MpaRxDelineator {
             queue_head: Default::default(),
             queue_tail: Default::default(),
             queue_count: Default::default(),
-            final_slot: Default::default(),
+            tail_data: Default::default(),
+            tail_tag: Default::default(),
+            tail_free: Default::default(),
             head_tag: Default::default(),
         }
     }
@@ -950,51 +955,62 @@ impl Logic for MpaRxDelineator {
         if self.crc_bad1.val() {
             self.push_final_tag.next = self.s2_final_tag.q.val() & 0x1FF;
         }
-        if self.push_first.val() {
-            match self.queue_tail.q.val().index() {
-                0 => {
-                    self.queue0_data.d.next = self.s2_first_data.q.val();
-                    self.queue0_tag.d.next = self.push_first_tag.val();
-                }
-                1 => {
-                    self.queue1_data.d.next = self.s2_first_data.q.val();
-                    self.queue1_tag.d.next = self.push_first_tag.val();
-                }
-                2 => {
-                    self.queue2_data.d.next = self.s2_first_data.q.val();
-                    self.queue2_tag.d.next = self.push_first_tag.val();
-                }
-                _ => {
-                    self.queue3_data.d.next = self.s2_first_data.q.val();
-                    self.queue3_tag.d.next = self.push_first_tag.val();
-                }
-            }
-        }
-        self.final_slot.next = self.queue_tail.q.val();
-        if self.push_first.val() {
-            self.final_slot.next = self.queue_tail.q.val() + 1;
-        }
+        // The pushes land at the tail: the first beat (or, without one, the final beat)
+        // at `queue_tail`, the final beat after it. Both places are written whenever
+        // they are free (the tail's unless the queue is full, the next one when there
+        // is room), whether or not a beat is pushed: a place beyond the count holds
+        // nothing, so only the tail and the count wait on the verdicts, and the 74-bit
+        // places load on flags of the queue's own registers.
         self.push_final_data.next = self.s2_final_data.q.val();
         if self.s2_final_from_fin.q.val() {
             self.push_final_data.next = self.fin_data.q.val();
         }
-        if self.push_final.val() {
-            match self.final_slot.val().index() {
-                0 => {
-                    self.queue0_data.d.next = self.push_final_data.val();
-                    self.queue0_tag.d.next = self.push_final_tag.val();
+        self.tail_data.next = self.push_final_data.val();
+        self.tail_tag.next = self.push_final_tag.val();
+        if self.s2_first.q.val() {
+            self.tail_data.next = self.s2_first_data.q.val();
+            self.tail_tag.next = self.push_first_tag.val();
+        }
+        self.tail_free.next = !self.queue_count.q.val().get_bit(2);
+        match self.queue_tail.q.val().index() {
+            0 => {
+                if self.tail_free.val() {
+                    self.queue0_data.d.next = self.tail_data.val();
+                    self.queue0_tag.d.next = self.tail_tag.val();
                 }
-                1 => {
+                if self.room.val() {
                     self.queue1_data.d.next = self.push_final_data.val();
                     self.queue1_tag.d.next = self.push_final_tag.val();
                 }
-                2 => {
+            }
+            1 => {
+                if self.tail_free.val() {
+                    self.queue1_data.d.next = self.tail_data.val();
+                    self.queue1_tag.d.next = self.tail_tag.val();
+                }
+                if self.room.val() {
                     self.queue2_data.d.next = self.push_final_data.val();
                     self.queue2_tag.d.next = self.push_final_tag.val();
                 }
-                _ => {
+            }
+            2 => {
+                if self.tail_free.val() {
+                    self.queue2_data.d.next = self.tail_data.val();
+                    self.queue2_tag.d.next = self.tail_tag.val();
+                }
+                if self.room.val() {
                     self.queue3_data.d.next = self.push_final_data.val();
                     self.queue3_tag.d.next = self.push_final_tag.val();
+                }
+            }
+            _ => {
+                if self.tail_free.val() {
+                    self.queue3_data.d.next = self.tail_data.val();
+                    self.queue3_tag.d.next = self.tail_tag.val();
+                }
+                if self.room.val() {
+                    self.queue0_data.d.next = self.push_final_data.val();
+                    self.queue0_tag.d.next = self.push_final_tag.val();
                 }
             }
         }

@@ -315,6 +315,9 @@ pub struct TcpRxParser {
     close: Signal<Local, Bit>,
     /// The verdict stage runs: the checksums are folded and the frame is counted.
     decide: Signal<Local, Bit>,
+    /// The frame passed every check (the verdict stage's output bits need no more).
+    accepted: Signal<Local, Bit>,
+    /// The counted frame's verdict, in the reference's order, from the copies below.
     verdict: Signal<Local, FrameVerdict>,
     /// Beats of this frame before this one, and the index of the beat after it (kept
     /// apart so that no compare waits for an adder); saturate at 255 (the frame is
@@ -389,9 +392,14 @@ pub struct TcpRxParser {
     last_started: DFF<Bit>,
     ip_verdict: DFF<FrameVerdict>,
     tcp_verdict: DFF<FrameVerdict>,
-    /// The frame the verdict stage decided on: to count, and dropped unseen.
+    /// The frame the verdict stage decided on, to count: what decides its verdict,
+    /// copied as the stage saw it, so the verdict's priority order is worked out in
+    /// the counting cycle and not behind the checksum folds.
     counting: DFF<Bit>,
-    counted: DFF<FrameVerdict>,
+    counted_ip: DFF<FrameVerdict>,
+    counted_tcp: DFF<FrameVerdict>,
+    counted_ip_sum_ok: DFF<Bit>,
+    counted_tcp_sum_ok: DFF<Bit>,
     unseen: DFF<Bit>,
     out_data: DFF<Bits<64>>,
     out_keep: DFF<Bits<8>>,
@@ -455,7 +463,10 @@ impl Logic for TcpRxParser {
             ip_verdict,
             tcp_verdict,
             counting,
-            counted,
+            counted_ip,
+            counted_tcp,
+            counted_ip_sum_ok,
+            counted_tcp_sum_ok,
             unseen,
             out_data,
             out_keep,
@@ -773,19 +784,10 @@ impl Logic for TcpRxParser {
         }
 
         // Verdict stage: both sums as the closing stage saw them, folded.
-        self.verdict.next = FrameVerdict::Accepted;
-        if !self.tcp_check.ok.val() {
-            self.verdict.next = FrameVerdict::BadChecksum;
-        }
-        if self.tcp_verdict.q.val() != FrameVerdict::Accepted {
-            self.verdict.next = self.tcp_verdict.q.val();
-        }
-        if !self.ip_check.ok.val() {
-            self.verdict.next = FrameVerdict::BadChecksum;
-        }
-        if self.ip_verdict.q.val() != FrameVerdict::Accepted {
-            self.verdict.next = self.ip_verdict.q.val();
-        }
+        self.accepted.next = self.ip_check.ok.val()
+            & self.tcp_check.ok.val()
+            & (self.ip_verdict.q.val() == FrameVerdict::Accepted)
+            & (self.tcp_verdict.q.val() == FrameVerdict::Accepted);
         // The packet's last beat goes out now (its data and keep are written whether it
         // does or not: a beat not valid is never read); the count and `frame_unseen`
         // follow from registers a cycle later, off this stage's path.
@@ -793,17 +795,30 @@ impl Logic for TcpRxParser {
             self.out_data.d.next = self.last_data.q.val();
             self.out_keep.d.next = self.last_keep.q.val();
             self.out_last.d.next = true;
-            self.out_good.d.next = self.verdict.val() == FrameVerdict::Accepted;
-            self.out_valid.d.next =
-                self.last_started.q.val() | (self.verdict.val() == FrameVerdict::Accepted);
-            self.counted.d.next = self.verdict.val();
+            self.out_good.d.next = self.accepted.val();
+            self.out_valid.d.next = self.last_started.q.val() | self.accepted.val();
+            self.counted_ip.d.next = self.ip_verdict.q.val();
+            self.counted_tcp.d.next = self.tcp_verdict.q.val();
+            self.counted_ip_sum_ok.d.next = self.ip_check.ok.val();
+            self.counted_tcp_sum_ok.d.next = self.tcp_check.ok.val();
         }
         self.counting.d.next = self.decide.val();
-        self.unseen.d.next = self.decide.val()
-            & !self.last_started.q.val()
-            & (self.verdict.val() != FrameVerdict::Accepted);
+        self.unseen.d.next = self.decide.val() & !self.last_started.q.val() & !self.accepted.val();
+        self.verdict.next = FrameVerdict::Accepted;
+        if !self.counted_tcp_sum_ok.q.val() {
+            self.verdict.next = FrameVerdict::BadChecksum;
+        }
+        if self.counted_tcp.q.val() != FrameVerdict::Accepted {
+            self.verdict.next = self.counted_tcp.q.val();
+        }
+        if !self.counted_ip_sum_ok.q.val() {
+            self.verdict.next = FrameVerdict::BadChecksum;
+        }
+        if self.counted_ip.q.val() != FrameVerdict::Accepted {
+            self.verdict.next = self.counted_ip.q.val();
+        }
         if self.counting.q.val() {
-            match self.counted.q.val() {
+            match self.verdict.val() {
                 FrameVerdict::Accepted => {
                     self.accepted_count.d.next = self.accepted_count.q.val() + 1
                 }
