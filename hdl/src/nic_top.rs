@@ -110,24 +110,26 @@
 //! # Throughput, size and speed
 //!
 //! Measured with `cargo bench -p iwnic-hdl --bench nic_top` (Verilated `SimNicTop`):
-//! MPA receive carries 7.40–7.57 FPDU bytes per cycle on 200 back-to-back segments of
-//! 64- to 1,460-byte FPDUs against the wire's 7.8–7.9 (the frames' headers share the
-//! bus); the input waits 0–0.7 cycles a frame, but the run takes 186.0–192.9 cycles a
-//! segment against 183–190 input beats: each delivery spends cycles beyond its payload
-//! beats (hand-over, reset, replay latency, `mpa_rx`'s drain; not counted one by one),
-//! so the four banks fill and the last ULPDU trails the wire (it was 13–14 input stalls
-//! a frame with one controller doing lookups and deliveries in turn). Full wire rate
-//! needs the next delivery to start before the last one's drain. Transmit: 7.4–7.6 for 1,024- and 1,460-byte
-//! FPDUs, 3.7 for 64-byte ones, whose frames are mostly headers (the wire still
-//! carries 6.9 bytes per cycle; the host input waits 9 cycles a ULPDU).
+//! MPA receive carries 7.35–7.53 FPDU bytes per cycle on 200 back-to-back segments of
+//! 64- to 1,460-byte FPDUs against the wire's 7.7–7.8 (the frames' headers share the
+//! bus); the input waits 0.1–1.6 cycles a frame, and the run takes 139.4–193.9 cycles
+//! a segment against 135–190 input beats: each delivery spends about four cycles
+//! beyond its payload beats (hand-over, `mpa_rx`'s reset, the replay's and
+//! `mpa_rx`'s input register's latency, the drain), so the four banks fill and the
+//! last ULPDU trails the wire. Full wire rate needs the next delivery to start before
+//! the last one's drain. Transmit: 7.5–7.6 for 1,024- and 1,460-byte FPDUs, 4.0 for
+//! 64-byte ones, whose frames are mostly headers (the wire still carries 7.3 bytes per
+//! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): before this session's receive rework 10,715 LUT4, 7,520 FF, 39 of
-//! 56 DP16KD, 107.8 MHz; now 12,118 LUT4, 8,796 FF, 43 DP16KD, 101.7 MHz (runs of the
-//! steps in between gave 95.7–109.0 MHz: every critical path is 5–7 LUT levels with
-//! 1–2.9 ns routes, and which one nextpnr stretches moves with each change) — below the
-//! 125 MHz target.
-//! What took it from 100.3 MHz, each step measured on the whole top:
+//! asked for 125 MHz): 12,112 LUT4, 8,872 FF, 43 of 56 DP16KD, 113.7 MHz, below the
+//! 125 MHz target (at the start of this round 12,118 LUT4, 8,796 FF, 101.7 MHz; by
+//! nextpnr's slack histogram, endpoints with negative slack at 125 MHz went from at
+//! least 265 to 26–70, worst −0.8 ns). Steps in between measured
+//! 107.2–119.2 MHz: with the paths this close, which one nextpnr stretches moves with
+//! every change, and a second placement seed of one netlist differed by 3 %.
+//!
+//! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
 //!   clock-to-out 5.8 → 1.0 ns) for the contexts, the flow table, the frame buffers,
 //!   the packet FIFOs and `tx_checksum`'s ring;
@@ -140,16 +142,31 @@
 //! - `mpa_rx` and `mpa_tx` with the data's share of each CRC update computed a stage
 //!   before the CRC loop;
 //! - the synthesis flow without RustHDL's flip-flop initial values, so yosys re-encodes
-//!   the controller as one-hot.
+//!   the controller as one-hot;
+//! - registers where a stream or a decision crossed blocks: `mpa_rx` decodes from its
+//!   own input register (the payload buffer's clock-to-out and tile select were in
+//!   series with its length compares and CRC matrices) and its `busy` is a register;
+//!   `mpa_tx` and the segment builder are joined by a skid buffer (`fpdu_slice`: the
+//!   builder's ready ran through the arbiter into every enable of `mpa_tx`); the
+//!   replay's read enable starts at delivery-state flags;
+//! - no adder in series with another or with a compare where one would do:
+//!   `tx_checksum` sums a beat's lanes in pairs and adds the pseudo-header into the
+//!   accumulator once, compares the beat read with the frame's last index, and
+//!   compares beat indices in 8 bits; `packet_fifo` compares with `depth - 1`;
+//!   `mpa_rx` computes `body0 - 1` from the length directly;
+//! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
+//!   the queue's own flags, selects the held last beat in stage 2 and keeps
+//!   `out_left > 8` as a flag; `tcp_rx` sets a frame's output bits from one accepted
+//!   flag and orders its verdict in the counting cycle.
 //!
-//! Critical paths seen this session, each fixed in turn: `mpa_rx`'s back-pressure into
-//! its source (now a registered `in_ready` over a decoded skid), the host queue's ready
-//! through `mpa_rx`'s output queue (now a ring whose pushes ignore the ready),
-//! `mpa_tx`'s CRC loop into its output beat (now a third stage), the bank-free flag
-//! into the parser's input (now registered), the parser's stage enable (now constant:
-//! the held queue never fills), the builder's ready into the controller's next state
-//! (the early hand-over, dropped). Last seen: `mpa_rx`'s stage-1 output counter compare
-//! into its own enables (101.7 MHz; `mpa_rx` alone made 126–140).
+//! The netlist was ranked by estimated delay per flip-flop input
+//! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single
+//! critical path) to pick these; the endpoints it puts at 8 ns or more went from
+//! 1,287 to 92. Every path nextpnr has left above 8 ns is 4–6 LUT levels with
+//! 1–2.7 ns routes. Last seen: the flow table's lookup hash into
+//! its RAMs' address (4 levels; the hash could come registered from the controller),
+//! the CRC loops of `mpa_rx` and `mpa_tx` (XOR matrix and the choice of update),
+//! `packet_fifo`'s full flag behind the pointer subtractions.
 
 use rust_hdl::prelude::*;
 
