@@ -23,7 +23,9 @@
 //! `insert_full_count`. Firmware then keeps that flow on its slow path. Remove clears the
 //! way holding the tuple, or reports `done_missing`.
 //!
-//! **Lookup port** (`lookup_*`): a tuple with valid/ready; `lookup_ready` is low during
+//! **Lookup port** (`lookup_*`): a tuple with its bucket (`lookup_set`, [`hash`] of the
+//! tuple, which the source computes with a [`TupleHash`] a cycle ahead and registers, so
+//! the RAMs' address is not behind the fold) with valid/ready; `lookup_ready` is low during
 //! reset, the reset clear, the cycle in which a firmware command reads its bucket and
 //! each cycle in which a write lands (a write is registered: it lands the cycle after
 //! the clear or the command decides it; block RAM leaves a read of a word being
@@ -34,7 +36,8 @@
 //!
 //! **Pipeline**, one register stage per step so no path holds more than one of them
 //! (the route out of sixteen block RAMs, a 96-bit compare, a 4-way priority select):
-//! 1. hash the tuple, address the four ways (the RAMs' read latches);
+//! 1. address the four ways with the lookup's bucket or the command's (the RAMs' read
+//!    latches);
 //! 2. the ways' entries into the RAMs' output registers;
 //! 3. the entries into fetch registers in the fabric;
 //! 4. compare each way with the tuple, in halves; register the eight half-match bits,
@@ -162,6 +165,10 @@ pub struct FlowTable<const SET_BITS: usize> {
     pub lookup_local_port: Signal<In, Bits<16>>,
     pub lookup_remote_ip: Signal<In, Bits<32>>,
     pub lookup_remote_port: Signal<In, Bits<16>>,
+    /// The lookup tuple's bucket, [`hash`] of it (a [`TupleHash`] on the source's
+    /// side), held with the tuple: the source computes it a cycle ahead into a
+    /// register, so the RAMs' read address is not behind the XOR fold.
+    pub lookup_set: Signal<In, Bits<SET_BITS>>,
     pub lookup_valid: Signal<In, Bit>,
     pub lookup_ready: Signal<Out, Bit>,
     pub result_valid: Signal<Out, Bit>,
@@ -194,10 +201,8 @@ pub struct FlowTable<const SET_BITS: usize> {
     /// The tuple and bucket read this cycle: the command's in `Read`, else the lookup's.
     sel_tuple: Signal<Local, Bits<96>>,
     set: Signal<Local, Bits<SET_BITS>>,
-    /// The lookup's and the command's tuples are hashed apart, and the command's bucket
-    /// registered as the command is taken, so the read address is one select after a
-    /// hash or a register, never a hash after a select.
-    lookup_hash: TupleHash<SET_BITS>,
+    /// The command's bucket is registered as the command is taken (the lookup's comes
+    /// registered), so the read address is one select between registers.
     cmd_hash: TupleHash<SET_BITS>,
     /// The command's packed tuple, from its ports.
     cmd_port_tuple: Signal<Local, Bits<96>>,
@@ -279,6 +284,7 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             lookup_local_port: Default::default(),
             lookup_remote_ip: Default::default(),
             lookup_remote_port: Default::default(),
+            lookup_set: Default::default(),
             lookup_valid: Default::default(),
             lookup_ready: Default::default(),
             result_valid: Default::default(),
@@ -305,7 +311,6 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             lookup_tuple: Default::default(),
             sel_tuple: Default::default(),
             set: Default::default(),
-            lookup_hash: Default::default(),
             cmd_hash: Default::default(),
             cmd_port_tuple: Default::default(),
             cmd_set: Default::default(),
@@ -435,14 +440,13 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
             | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
             | bit_cast::<96, 16>(self.cmd_remote_port.val());
-        self.lookup_hash.tuple.next = self.lookup_tuple.val();
         self.cmd_hash.tuple.next = self.cmd_port_tuple.val();
         if self.at_read.q.val() {
             self.sel_tuple.next = self.cmd_tuple.q.val();
             self.set.next = self.cmd_set.q.val();
         } else {
             self.sel_tuple.next = self.lookup_tuple.val();
-            self.set.next = self.lookup_hash.set.val();
+            self.set.next = self.lookup_set.val();
         }
 
         // Stage 0: read the bucket.

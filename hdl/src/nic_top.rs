@@ -122,12 +122,14 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,112 LUT4, 8,872 FF, 43 of 56 DP16KD, 113.7 MHz, below the
-//! 125 MHz target (at the start of this round 12,118 LUT4, 8,796 FF, 101.7 MHz; by
-//! nextpnr's slack histogram, endpoints with negative slack at 125 MHz went from at
-//! least 265 to 26–70, worst −0.8 ns). Steps in between measured
-//! 107.2–119.2 MHz: with the paths this close, which one nextpnr stretches moves with
-//! every change, and a second placement seed of one netlist differed by 3 %.
+//! asked for 125 MHz): 12,169 LUT4, 8,878 FF, 43 of 56 DP16KD, 110.3 MHz, below the
+//! 125 MHz target. At the start of this round: 12,118 LUT4, 8,796 FF, 101.7 MHz, and by
+//! nextpnr's slack histogram at least 265 endpoints with negative slack at 125 MHz;
+//! now a few (its bins hold 1–31 each: three bins below zero, the worst −1.1 ns).
+//! One step before (the flow table hashing its lookups itself) it was 113.7 MHz with
+//! 26–70 such endpoints; steps in between measured 107.2–119.2 MHz: with the paths
+//! this close, which one nextpnr stretches moves with every change, and a second
+//! placement seed of one netlist differed by 3 %.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
@@ -154,6 +156,9 @@
 //!   accumulator once, compares the beat read with the frame's last index, and
 //!   compares beat indices in 8 bits; `packet_fifo` compares with `depth - 1`;
 //!   `mpa_rx` computes `body0 - 1` from the length directly;
+//! - the flow table's lookup bucket hashed by the controller from what the tuple
+//!   registers load, and registered beside them (the fold was in front of the RAMs'
+//!   address, 4 levels and a 2.2 ns route);
 //! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
 //!   the queue's own flags, selects the held last beat in stage 2 and keeps
 //!   `out_left > 8` as a flag; `tcp_rx` sets a frame's output bits from one accepted
@@ -162,17 +167,17 @@
 //! The netlist was ranked by estimated delay per flip-flop input
 //! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single
 //! critical path) to pick these; the endpoints it puts at 8 ns or more went from
-//! 1,287 to 92. Every path nextpnr has left above 8 ns is 4–6 LUT levels with
-//! 1–2.7 ns routes. Last seen: the flow table's lookup hash into
-//! its RAMs' address (4 levels; the hash could come registered from the controller),
-//! the CRC loops of `mpa_rx` and `mpa_tx` (XOR matrix and the choice of update),
-//! `packet_fifo`'s full flag behind the pointer subtractions.
+//! 1,287 to 92–186 (abc maps the CRC logic a level deeper in some runs). Every path nextpnr has left above 8 ns is 4–6 LUT levels with
+//! 1–2.7 ns routes. The worst now: `mpa_rx`'s stage-0 CRC data matrices behind its
+//! input register (6 levels, 9.1 ns; the matrices could be split over a further
+//! stage); then the CRC loops of `mpa_rx` and `mpa_tx` (XOR matrix and the choice of
+//! update) and `packet_fifo`'s full flag behind the pointer subtractions.
 
 use rust_hdl::prelude::*;
 
 use crate::block_ram::{OutputRegisteredRam, WriteRegisteredRam};
 use crate::event_counter::EventCounter;
-use crate::flow_table::FlowTable;
+use crate::flow_table::{FlowTable, TupleHash};
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::packet_fifo::PacketFifo;
@@ -405,6 +410,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
     payload: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
+    /// The lookup tuple's bucket, hashed from what the tuple registers load and
+    /// registered beside them (the flow table's read address was behind the fold).
+    lookup_hash: TupleHash<SET_BITS>,
+    lookup_set: DFF<Bits<SET_BITS>>,
     /// The contexts, read through the RAMs' own output registers (loaded every cycle):
     /// a word is there two cycles after its address, from a flip-flop, with none of
     /// block RAM's 5.8 ns clock-to-out in the decisions' cycle.
@@ -786,7 +795,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             tx_source,
             ticks,
             at_mpa_feed,
-            at_firmware_copy
+            at_firmware_copy,
+            lookup_set
         );
         self.parser.clock.next = self.clock.val();
         self.parser.reset.next = self.reset.val();
@@ -1001,6 +1011,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.flows.lookup_local_port.next = self.w_dst_port.q.val();
         self.flows.lookup_remote_ip.next = self.w_src_ip.q.val();
         self.flows.lookup_remote_port.next = self.w_src_port.q.val();
+        self.flows.lookup_set.next = self.lookup_set.q.val();
         // The lookup request is a register (set as RxLookup is entered with a frame for
         // this NIC, cleared when the table takes it): the table's read enables follow
         // it into sixteen block RAMs with no decode in front.
@@ -1728,6 +1739,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.deliver_idle.val()
             & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
+        // The next lookup's bucket, from the tuple registers' inputs, packed as the
+        // flow table packs its ports.
+        self.lookup_hash.tuple.next = (bit_cast::<96, 32>(self.w_dst_ip.d.val()) << 64)
+            | (bit_cast::<96, 16>(self.w_dst_port.d.val()) << 48)
+            | (bit_cast::<96, 32>(self.w_src_ip.d.val()) << 16)
+            | bit_cast::<96, 16>(self.w_src_port.d.val());
+        self.lookup_set.d.next = self.lookup_hash.set.val();
         self.at_mpa_feed.d.next = !self.reset.val()
             & ((self.deliver.q.val() == Deliver::MpaStart)
                 | (self.at_mpa_feed.q.val() & !self.replay_done.val()));

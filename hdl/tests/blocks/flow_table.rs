@@ -16,7 +16,7 @@ dut! {
     EcpFlowTable, verilated as "flow_table",
     inputs {
         reset, lookup_local_ip, lookup_local_port, lookup_remote_ip, lookup_remote_port,
-        lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
+        lookup_set, lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
         cmd_index, cmd_remove, cmd_valid
     }
     outputs {
@@ -211,6 +211,7 @@ impl Bench<Inputs, Outputs> for TableBench {
                 inputs.lookup_local_port = t.local_port.into();
                 inputs.lookup_remote_ip = t.remote_ip.into();
                 inputs.lookup_remote_port = t.remote_port.into();
+                inputs.lookup_set = hash(t.packed(), ECP5_SET_BITS) as u64;
             }
         }
         if let Some(&(place, op)) = self.commands.front() {
@@ -435,7 +436,7 @@ mod small {
         FlowTable<SET_BITS>, verilated as "flow_table_16",
         inputs {
             reset, lookup_local_ip, lookup_local_port, lookup_remote_ip, lookup_remote_port,
-            lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
+            lookup_set, lookup_valid, cmd_local_ip, cmd_local_port, cmd_remote_ip, cmd_remote_port,
             cmd_index, cmd_remove, cmd_valid
         }
         outputs {
@@ -458,6 +459,16 @@ impl<E: Engine<Inputs = small::Inputs, Outputs = small::Outputs>> Engine for Sma
             lookup_local_port: i.lookup_local_port,
             lookup_remote_ip: i.lookup_remote_ip,
             lookup_remote_port: i.lookup_remote_port,
+            // The small table's bucket: the same fold to its own width.
+            lookup_set: hash(
+                pack(
+                    i.lookup_local_ip as u32,
+                    i.lookup_local_port as u16,
+                    i.lookup_remote_ip as u32,
+                    i.lookup_remote_port as u16,
+                ),
+                small::SET_BITS,
+            ) as u64,
             lookup_valid: i.lookup_valid,
             cmd_local_ip: i.cmd_local_ip,
             cmd_local_port: i.cmd_local_port,
