@@ -78,17 +78,20 @@
 //! Latency: a ULPDU beat leaves four cycles after the input beat that completes it;
 //! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
-//! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`),
-//! before the input register: 2,801 LUT4, 610 FF, 125.4 MHz, i.e. 8 Gb/s at 8 bytes a cycle (the boards' ports
-//! are 1 Gb/s); in one stage it was 3,119 LUT4, 421 FF, 82.7 MHz. What took it there:
+//! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
+//! 2,529 LUT4, 1,067 FF, 140.4 MHz, i.e. 9 Gb/s at 8 bytes a cycle (the boards' ports
+//! are 1 Gb/s); before the input register, the raw skid, the registered `busy` and the
+//! stage-2 choice of the held beat it was 2,801 LUT4, 610 FF, 125.4 MHz, and in one
+//! stage 3,119 LUT4, 421 FF, 82.7 MHz. What took it to 125.4 MHz:
 //! the second stage (the CRC compares and error gating off the data path), the word
 //! roles decoded from registered "0, 1, 2 words left" flags instead of 16-bit
 //! comparisons, length errors gating only the pushes, and the CRC register holding the
 //! initial value between FPDUs, so the CRC loop has no choice of start value in it.
 //! The three CRC updates run side by side so that decoding the word roles is not in
 //! series with an XOR matrix (with one shared step whose width was chosen by the roles
-//! it was 4,764 LUT4 at 51.1 MHz). The critical path now runs from the output queue's
-//! head through the dequeue into the queue's push selection (6 logic levels).
+//! it was 4,764 LUT4 at 51.1 MHz). The critical path now runs from the failed flags
+//! through stage 2's advance into `in_ready`'s register (5 logic levels, 7.1 ns); in
+//! `nic_top` the slowest is the stage-0 CRC data matrices behind the input register.
 
 use rust_hdl::prelude::*;
 
