@@ -90,19 +90,36 @@ pub fn hash(tuple: u128, set_bits: usize) -> usize {
         .fold(0, |h, j| h ^ (1 << (j % set_bits)))
 }
 
-/// The XOR-fold of a 96-bit tuple to `N` bits, as explicit XOR terms: the RustHDL model
-/// calls [`hash`], the Verilog is generated from the same rule.
+/// The XOR-fold of a 4-tuple, packed as [`pack`] packs it, to `N` bits, as explicit XOR
+/// terms: the RustHDL model calls [`pack`] and [`hash`], the Verilog is generated from
+/// the same rule. It takes the tuple's fields, so its users need not pack them.
 #[derive(Clone, Debug, Default, LogicBlock)]
 pub struct TupleHash<const N: usize> {
-    pub tuple: Signal<In, Bits<96>>,
+    pub local_ip: Signal<In, Bits<32>>,
+    pub local_port: Signal<In, Bits<16>>,
+    pub remote_ip: Signal<In, Bits<32>>,
+    pub remote_port: Signal<In, Bits<16>>,
     pub set: Signal<Out, Bits<N>>,
+}
+
+/// Bit `j` of the packed tuple (see [`pack`]) as a port of [`TupleHash`] in Verilog.
+fn packed_bit(j: usize) -> String {
+    match j {
+        0..=15 => format!("remote_port[{j}]"),
+        16..=47 => format!("remote_ip[{}]", j - 16),
+        48..=63 => format!("local_port[{}]", j - 48),
+        _ => format!("local_ip[{}]", j - 64),
+    }
 }
 
 impl<const N: usize> Logic for TupleHash<N> {
     fn update(&mut self) {
-        let t = self.tuple.val();
-        let packed = u128::from(t.get_bits::<64>(0).to_u64())
-            | u128::from(t.get_bits::<32>(64).to_u64()) << 64;
+        let packed = pack(
+            self.local_ip.val().to_u64() as u32,
+            self.local_port.val().to_u64() as u16,
+            self.remote_ip.val().to_u64() as u32,
+            self.remote_port.val().to_u64() as u16,
+        );
         self.set.next = (hash(packed, N) as u64).into();
     }
 
@@ -116,7 +133,7 @@ impl<const N: usize> Logic for TupleHash<N> {
             .map(|i| {
                 (i..96)
                     .step_by(N)
-                    .map(|j| format!("tuple[{j}]"))
+                    .map(packed_bit)
                     .collect::<Vec<_>>()
                     .join(" ^ ")
             })
@@ -440,7 +457,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
             | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
             | bit_cast::<96, 16>(self.cmd_remote_port.val());
-        self.cmd_hash.tuple.next = self.cmd_port_tuple.val();
+        self.cmd_hash.local_ip.next = self.cmd_local_ip.val();
+        self.cmd_hash.local_port.next = self.cmd_local_port.val();
+        self.cmd_hash.remote_ip.next = self.cmd_remote_ip.val();
+        self.cmd_hash.remote_port.next = self.cmd_remote_port.val();
         if self.at_read.q.val() {
             self.sel_tuple.next = self.cmd_tuple.q.val();
             self.set.next = self.cmd_set.q.val();

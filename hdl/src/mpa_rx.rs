@@ -53,8 +53,9 @@
 //! the errors' order, and pushes into the output queue. Stage 1 does not stop at an
 //! error it cannot see yet: once the flow has failed its state no longer matters, and
 //! stage 2 drops the beats that follow. `busy` (a register) is high while a beat is in
-//! the input register, the skid, stage 0, stage 2 or the queue, so a user that waits for it low after a segment's
-//! last beat has all of the segment's ULPDUs out and its errors latched.
+//! the input register, the skid, stage 0, stage 2 or the queue, so a user that waits
+//! for it low after a segment's last beat has all of the segment's ULPDUs out and its
+//! errors latched.
 //!
 //! **Throughput**: one beat per cycle in, sustained, whenever the output is ready;
 //! the output queue has no bubbles of its own. A beat finishes at most two output
@@ -71,8 +72,8 @@
 //! moves the head. A stall reaches stage 0 and the input register in the same cycle,
 //! but not the input: a *skid* register takes the beat that arrives while the input
 //! register holds on, the input register takes the skid's beat before the next input
-//! beat, and `in_ready` is a register (not both hold a beat). So neither `ulpdu_ready` nor the
-//! back-pressure it starts runs through this block into the source's or the sink's
+//! beat, and `in_ready` is a register (not both hold a beat). So neither
+//! `ulpdu_ready` nor the back-pressure it starts runs through this block into the source's or the sink's
 //! logic (in `nic_top` both were critical paths). `tests/blocks/mpa_rx.rs` checks the
 //! exact cycle count back to back.
 //! Latency: a ULPDU beat leaves four cycles after the input beat that completes it;
@@ -208,7 +209,7 @@ pub struct MpaRxDelineator {
     busy_q: DFF<Bit>,
     s0_data: Signal<Local, Bits<64>>,
     s0_last: Signal<Local, Bit>,
-    /// ULPDU_Length of the beat at `in_*` if word 0 / word 1 is a header.
+    /// ULPDU_Length of the input register's beat if word 0 / word 1 is a header.
     in_len0: Signal<Local, Bits<16>>,
     in_len1: Signal<Local, Bits<16>>,
     /// That length is above `max_ulpdu_len`.
@@ -231,7 +232,7 @@ pub struct MpaRxDelineator {
     /// `ceil((2 + len) / 4) - 1 = floor((len + 1) / 4)`.
     body0: Signal<Local, Bits<16>>,
     body1: Signal<Local, Bits<16>>,
-    /// `body0` of the beat at `in_*`, and `body0 - 1` of the stage-0 beat (the count
+    /// `body0` of the input register's beat, and `body0 - 1` of the stage-0 beat (the count
     /// after word 1 when word 0 is a header): no subtraction follows another in stage 1.
     in_body0: Signal<Local, Bits<16>>,
     body0_less1: Signal<Local, Bits<16>>,
@@ -747,7 +748,7 @@ impl Logic for MpaRxDelineator {
                 self.in_q_valid.d.next = self.in_take.val();
             }
         }
-        if self.in_take.val() & (!self.in_q_free.val() | self.skid_valid.q.val()) {
+        if self.in_take.val() & !self.in_q_free.val() {
             self.skid_data.d.next = self.in_data.val();
             self.skid_keep.d.next = self.in_keep.val();
             self.skid_last.d.next = self.in_last.val();

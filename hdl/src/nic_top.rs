@@ -167,8 +167,8 @@
 //! The netlist was ranked by estimated delay per flip-flop input
 //! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single
 //! critical path) to pick these; the endpoints it puts at 8 ns or more went from
-//! 1,287 to 92–186 (abc maps the CRC logic a level deeper in some runs). Every path nextpnr has left above 8 ns is 4–6 LUT levels with
-//! 1–2.7 ns routes. The worst now: `mpa_rx`'s stage-0 CRC data matrices behind its
+//! 1,287 to 92–186 (abc maps the CRC logic a level deeper in some runs). Every path
+//! nextpnr has left above 8 ns is 4–6 LUT levels with 1–2.7 ns routes. The worst now: `mpa_rx`'s stage-0 CRC data matrices behind its
 //! input register (6 levels, 9.1 ns; the matrices could be split over a further
 //! stage); then the CRC loops of `mpa_rx` and `mpa_tx` (XOR matrix and the choice of
 //! update) and `packet_fifo`'s full flag behind the pointer subtractions.
@@ -1739,12 +1739,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.deliver_idle.val()
             & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
-        // The next lookup's bucket, from the tuple registers' inputs, packed as the
-        // flow table packs its ports.
-        self.lookup_hash.tuple.next = (bit_cast::<96, 32>(self.w_dst_ip.d.val()) << 64)
-            | (bit_cast::<96, 16>(self.w_dst_port.d.val()) << 48)
-            | (bit_cast::<96, 32>(self.w_src_ip.d.val()) << 16)
-            | bit_cast::<96, 16>(self.w_src_port.d.val());
+        // The next lookup's bucket, from the tuple registers' inputs.
+        self.lookup_hash.local_ip.next = self.w_dst_ip.d.val();
+        self.lookup_hash.local_port.next = self.w_dst_port.d.val();
+        self.lookup_hash.remote_ip.next = self.w_src_ip.d.val();
+        self.lookup_hash.remote_port.next = self.w_src_port.d.val();
         self.lookup_set.d.next = self.lookup_hash.set.val();
         self.at_mpa_feed.d.next = !self.reset.val()
             & ((self.deliver.q.val() == Deliver::MpaStart)
