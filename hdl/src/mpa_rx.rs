@@ -73,9 +73,9 @@
 //! but not the input: a *skid* register takes the beat that arrives while the input
 //! register holds on, the input register takes the skid's beat before the next input
 //! beat, and `in_ready` is a register (not both hold a beat). So neither
-//! `ulpdu_ready` nor the back-pressure it starts runs through this block into the source's or the sink's
-//! logic (in `nic_top` both were critical paths). `tests/blocks/mpa_rx.rs` checks the
-//! exact cycle count back to back.
+//! `ulpdu_ready` nor the back-pressure it starts runs through this block into the
+//! source's or the sink's logic (in `nic_top` both were critical paths).
+//! `tests/blocks/mpa_rx.rs` checks the exact cycle count back to back.
 //! Latency: a ULPDU beat leaves four cycles after the input beat that completes it;
 //! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!

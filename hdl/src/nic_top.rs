@@ -122,14 +122,14 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,169 LUT4, 8,878 FF, 43 of 56 DP16KD, 110.3 MHz, below the
+//! asked for 125 MHz): 12,264 LUT4, 8,878 FF, 43 of 56 DP16KD, 116.2 MHz, below the
 //! 125 MHz target. At the start of this round: 12,118 LUT4, 8,796 FF, 101.7 MHz, and by
 //! nextpnr's slack histogram at least 265 endpoints with negative slack at 125 MHz;
-//! now a few (its bins hold 1–31 each: three bins below zero, the worst −1.1 ns).
-//! One step before (the flow table hashing its lookups itself) it was 113.7 MHz with
-//! 26–70 such endpoints; steps in between measured 107.2–119.2 MHz: with the paths
-//! this close, which one nextpnr stretches moves with every change, and a second
-//! placement seed of one netlist differed by 3 %.
+//! now a few (two bins below zero, of 1–24 endpoints each; the worst −0.6 ns, in
+//! `tcp_rx`'s header-field compares). Steps in between measured 107.2–119.2 MHz (the
+//! same logic with other cell names, one commit before, 110.3): with the paths this
+//! close, which one nextpnr stretches moves with every change, and a second placement
+//! seed of one netlist differed by 3 %.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
@@ -168,10 +168,12 @@
 //! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single
 //! critical path) to pick these; the endpoints it puts at 8 ns or more went from
 //! 1,287 to 92–186 (abc maps the CRC logic a level deeper in some runs). Every path
-//! nextpnr has left above 8 ns is 4–6 LUT levels with 1–2.7 ns routes. The worst now: `mpa_rx`'s stage-0 CRC data matrices behind its
-//! input register (6 levels, 9.1 ns; the matrices could be split over a further
-//! stage); then the CRC loops of `mpa_rx` and `mpa_tx` (XOR matrix and the choice of
-//! update) and `packet_fifo`'s full flag behind the pointer subtractions.
+//! nextpnr has left above 8 ns is 4–6 LUT levels with 1–2.7 ns routes. The worst in
+//! the last runs: `tcp_rx`'s header-field compares into its window registers (8.6 ns)
+//! and `mpa_rx`'s stage-0 CRC data matrices behind its input register (6 levels,
+//! 9.1 ns; the matrices could be split over a further stage); then the CRC loops of
+//! `mpa_rx` and `mpa_tx` (XOR matrix and the choice of update) and `packet_fifo`'s
+//! full flag behind the pointer subtractions.
 
 use rust_hdl::prelude::*;
 
