@@ -52,8 +52,8 @@ pub enum FramerPhase {
 /// **Timing**: three stages. Stage 0 builds the output beat an input beat makes (the
 /// header or the two bytes held back, then the beat's bytes masked by its `keep`) with
 /// its share of the CRC; stage 1 adds the CRC state's share and registers the beat,
-/// with the CRC field it ends with, if any, registered beside it; the output register
-/// puts the field into its place. So the CRC loop (state, its matrix, the choice of
+/// with both fields it can end with registered beside it (after one more word, or as
+/// the state stands); the output register picks one and puts it into its place. So the CRC loop (state, its matrix, the choice of
 /// update) ends at registers, not in the output's data selection (in `nic_top` that
 /// path was the critical one). A beat leaves three cycles after it is taken; stages 1
 /// and 2 advance together. `ulpdu_ready` is combinational from `fpdu_ready` (a few
@@ -116,12 +116,12 @@ pub struct MpaTxFramer {
     load: Signal<Local, Bit>,
     /// Stage 1 takes the stage-0 beat this cycle.
     take: Signal<Local, Bit>,
-    /// The CRC register after this cycle's output beat: all 8 bytes, or the low word.
+    /// The CRC register after this cycle's output beat (all 8 bytes).
     crc_after_both: Signal<Local, Bits<32>>,
-    crc_after_low: Signal<Local, Bits<32>>,
-    /// The CRC field if the FPDU ends with this cycle's output beat.
-    crc_next: Signal<Local, Bits<32>>,
-    crc_field: Signal<Local, Bits<32>>,
+    /// The CRC register after one more word: the low word of a last beat of 0-2 bytes,
+    /// or the tail's left-over bytes and PAD (`word_share`: that word's data share).
+    word_share: Signal<Local, Bits<32>>,
+    crc_after_word: Signal<Local, Bits<32>>,
     phase: DFF<FramerPhase>,
     carry: DFF<Bits<16>>,
     /// In the tail: ULPDU bytes are left over (the last beat held 7 or 8 bytes), and
@@ -130,13 +130,17 @@ pub struct MpaTxFramer {
     tail_crc: DFF<Bits<32>>,
     /// The raw CRC32c register over the FPDU so far.
     crc_state: DFF<Bits<32>>,
-    /// Stage 1: the output beat without its CRC field, the field, and where it goes
-    /// (the high word, or the low word of a 4-byte last beat).
+    /// Stage 1: the output beat without its CRC field, and where the field goes: the
+    /// high word, after one more covered word (`s1_field_after_word`), or the low word
+    /// of a 4-byte last beat, when the FPDU's covered bytes ended with the beat before
+    /// (`s1_field_now`). Both candidates are registered and the output register picks,
+    /// so the CRC register's update is not in series with a choice of field.
     s1_data: DFF<Bits<64>>,
     s1_keep: DFF<Bits<8>>,
     s1_last: DFF<Bit>,
     s1_valid: DFF<Bit>,
-    s1_crc_field: DFF<Bits<32>>,
+    s1_field_after_word: DFF<Bits<32>>,
+    s1_field_now: DFF<Bits<32>>,
     s1_crc_high: DFF<Bit>,
     s1_crc_low: DFF<Bit>,
     /// The output register.
@@ -190,9 +194,8 @@ impl Default for MpaTxFramer {
             load: Default::default(),
             take: Default::default(),
             crc_after_both: Default::default(),
-            crc_after_low: Default::default(),
-            crc_next: Default::default(),
-            crc_field: Default::default(),
+            word_share: Default::default(),
+            crc_after_word: Default::default(),
             phase: Default::default(),
             carry: Default::default(),
             tail_has_data: Default::default(),
@@ -202,7 +205,8 @@ impl Default for MpaTxFramer {
             s1_keep: Default::default(),
             s1_last: Default::default(),
             s1_valid: Default::default(),
-            s1_crc_field: Default::default(),
+            s1_field_after_word: Default::default(),
+            s1_field_now: Default::default(),
             s1_crc_high: Default::default(),
             s1_crc_low: Default::default(),
             out_data: Default::default(),
@@ -239,7 +243,8 @@ impl Logic for MpaTxFramer {
             s1_keep,
             s1_last,
             s1_valid,
-            s1_crc_field,
+            s1_field_after_word,
+            s1_field_now,
             s1_crc_high,
             s1_crc_low,
             out_data,
@@ -307,25 +312,22 @@ impl Logic for MpaTxFramer {
         self.crc_step_low.data.next = 0_u64.into();
         self.crc_step_low.keep.next = self.keep_low_word.val();
         self.crc_after_both.next = self.crc_step.next_state.val() ^ self.s0_crc_both.q.val();
-        self.crc_after_low.next = self.crc_step_low.next_state.val() ^ self.s0_crc_low.q.val();
-        self.crc_next.next = self.crc_after_both.val();
+        // The one word before a field in the high word: in the tail, the left-over bytes
+        // and PAD; else a last beat of 0..2 bytes, which with the 2 lead bytes and PAD
+        // fills the low word (the CRC then fits in the high word of the same beat).
         if self.phase.q.val() == FramerPhase::Tail {
-            self.crc_next.next = self.crc_state.q.val();
-            if self.tail_has_data.q.val() {
-                self.crc_next.next = self.crc_step_low.next_state.val() ^ self.tail_crc.q.val();
-            }
-        } else if self.s0_last.q.val() & !self.s0_three.q.val() {
-            // A last beat of 0..2 bytes: with the 2 lead bytes and PAD it fills the low
-            // word, and the CRC fits in the high word of the same beat.
-            self.crc_next.next = self.crc_after_low.val();
+            self.word_share.next = self.tail_crc.q.val();
+        } else {
+            self.word_share.next = self.s0_crc_low.q.val();
         }
-        self.crc_field.next = !self.crc_next.val();
+        self.crc_after_word.next = self.crc_step_low.next_state.val() ^ self.word_share.val();
 
         // Stage 1 (and the output register after it) advance when the output can take
         // a beat.
         if self.load.val() {
             self.s1_valid.d.next = false;
-            self.s1_crc_field.d.next = self.crc_field.val();
+            self.s1_field_after_word.d.next = !self.crc_after_word.val();
+            self.s1_field_now.d.next = !self.crc_state.q.val();
             self.s1_crc_high.d.next = false;
             self.s1_crc_low.d.next = false;
         }
@@ -336,10 +338,9 @@ impl Logic for MpaTxFramer {
             self.s1_last.d.next = false;
             self.carry.d.next = self.s0_carry.q.val();
             self.tail_crc.d.next = self.s0_crc_tail.q.val();
-            // (A taken beat is never in the tail phase, and the one case where
-            // `crc_next` is the low word's ends the FPDU just below: the register takes
-            // the both-words update or the initial value, so the loop has no wider
-            // choice than that.)
+            // (A taken beat is never in the tail phase, and a beat whose CRC follows
+            // its low word ends the FPDU just below: the register takes the both-words
+            // update or the initial value, so the loop has no wider choice than that.)
             self.crc_state.d.next = self.crc_after_both.val();
             self.phase.d.next = FramerPhase::Body;
             if self.s0_last.q.val() {
@@ -377,11 +378,11 @@ impl Logic for MpaTxFramer {
             self.out_valid.d.next = self.s1_valid.q.val();
             self.out_data.d.next = self.s1_data.q.val();
             if self.s1_crc_high.q.val() {
-                self.out_data.d.next =
-                    self.s1_data.q.val() | (bit_cast::<64, 32>(self.s1_crc_field.q.val()) << 32);
+                self.out_data.d.next = self.s1_data.q.val()
+                    | (bit_cast::<64, 32>(self.s1_field_after_word.q.val()) << 32);
             }
             if self.s1_crc_low.q.val() {
-                self.out_data.d.next = bit_cast::<64, 32>(self.s1_crc_field.q.val());
+                self.out_data.d.next = bit_cast::<64, 32>(self.s1_field_now.q.val());
             }
             self.out_keep.d.next = self.s1_keep.q.val();
             self.out_last.d.next = self.s1_last.q.val();

@@ -412,8 +412,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
     payload: OutputRegisteredRam<Bits<64>, BANKED_BUFFER_BITS>,
     flows: FlowTable<SET_BITS>,
-    /// The lookup tuple's bucket, hashed from what the tuple registers load and
-    /// registered beside them (the flow table's read address was behind the fold).
+    /// The flow table bucket of the parser's tuple, hashed when its frame is held and
+    /// held beside it (`held_set*`), then loaded into `lookup_set` with the tuple
+    /// registers: neither the fold nor the held frames' selection is in front of the
+    /// flow table's read address or of another.
     lookup_hash: TupleHash<SET_BITS>,
     lookup_set: DFF<Bits<SET_BITS>>,
     /// The contexts, read through the RAMs' own output registers (loaded every cycle):
@@ -489,6 +491,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     held1: DFF<Bits<232>>,
     held2: DFF<Bits<232>>,
     held3: DFF<Bits<232>>,
+    held_set0: DFF<Bits<SET_BITS>>,
+    held_set1: DFF<Bits<SET_BITS>>,
+    held_set2: DFF<Bits<SET_BITS>>,
+    held_set3: DFF<Bits<SET_BITS>>,
+    head_set: Signal<Local, Bits<SET_BITS>>,
     held_head: DFF<Bits<2>>,
     held_tail: DFF<Bits<2>>,
     held_count: DFF<Bits<3>>,
@@ -710,6 +717,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             held1,
             held2,
             held3,
+            held_set0,
+            held_set1,
+            held_set2,
+            held_set3,
             held_head,
             held_tail,
             held_count,
@@ -934,6 +945,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.verdict_end.next =
             self.raw_ends.q.val() >> (bit_cast::<64, BANK_BITS>(self.payload_bank.q.val()) << 4);
         self.verdict_for_us.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
+        self.lookup_hash.local_ip.next = self.parser.seg_dst_ip.val();
+        self.lookup_hash.local_port.next = self.parser.seg_dst_port.val();
+        self.lookup_hash.remote_ip.next = self.parser.seg_src_ip.val();
+        self.lookup_hash.remote_port.next = self.parser.seg_src_port.val();
         self.verdict_held.next = bit_cast::<232, 16>(self.verdict_end.val().get_bits::<16>(0))
             | (bit_cast::<232, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
             | (bit_cast::<232, 8>(self.parser.payload_keep.val()) << 24)
@@ -959,18 +974,42 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         if self.verdict_good.val() {
             match self.held_tail.q.val().index() {
-                0 => self.held0.d.next = self.verdict_held.val(),
-                1 => self.held1.d.next = self.verdict_held.val(),
-                2 => self.held2.d.next = self.verdict_held.val(),
-                _ => self.held3.d.next = self.verdict_held.val(),
+                0 => {
+                    self.held0.d.next = self.verdict_held.val();
+                    self.held_set0.d.next = self.lookup_hash.set.val();
+                }
+                1 => {
+                    self.held1.d.next = self.verdict_held.val();
+                    self.held_set1.d.next = self.lookup_hash.set.val();
+                }
+                2 => {
+                    self.held2.d.next = self.verdict_held.val();
+                    self.held_set2.d.next = self.lookup_hash.set.val();
+                }
+                _ => {
+                    self.held3.d.next = self.verdict_held.val();
+                    self.held_set3.d.next = self.lookup_hash.set.val();
+                }
             }
             self.held_tail.d.next = self.held_tail.q.val() + 1;
         }
         match self.held_head.q.val().index() {
-            0 => self.head_held.next = self.held0.q.val(),
-            1 => self.head_held.next = self.held1.q.val(),
-            2 => self.head_held.next = self.held2.q.val(),
-            _ => self.head_held.next = self.held3.q.val(),
+            0 => {
+                self.head_held.next = self.held0.q.val();
+                self.head_set.next = self.held_set0.q.val();
+            }
+            1 => {
+                self.head_held.next = self.held1.q.val();
+                self.head_set.next = self.held_set1.q.val();
+            }
+            2 => {
+                self.head_held.next = self.held2.q.val();
+                self.head_set.next = self.held_set2.q.val();
+            }
+            _ => {
+                self.head_held.next = self.held3.q.val();
+                self.head_set.next = self.held_set3.q.val();
+            }
         }
         if self.verdict_good.val() | self.verdict_drop.val() {
             self.payload_bank.d.next = self.payload_bank.q.val() + 1;
@@ -1349,6 +1388,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_dst_ip.d.next = self.head_held.val().get_bits::<32>(64);
                     self.w_src_port.d.next = self.head_held.val().get_bits::<16>(96);
                     self.w_dst_port.d.next = self.head_held.val().get_bits::<16>(112);
+                    self.lookup_set.d.next = self.head_set.val();
                     self.w_seq.d.next = self.head_held.val().get_bits::<32>(128);
                     self.w_ack.d.next = self.head_held.val().get_bits::<32>(160);
                     self.w_seg_flags.d.next = self.head_held.val().get_bits::<5>(192);
@@ -1741,12 +1781,6 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.deliver_idle.val()
             & !self.reset.val();
         self.at_tx_decide.d.next = (self.control.q.val() == Control::TxCompute) & !self.reset.val();
-        // The next lookup's bucket, from the tuple registers' inputs.
-        self.lookup_hash.local_ip.next = self.w_dst_ip.d.val();
-        self.lookup_hash.local_port.next = self.w_dst_port.d.val();
-        self.lookup_hash.remote_ip.next = self.w_src_ip.d.val();
-        self.lookup_hash.remote_port.next = self.w_src_port.d.val();
-        self.lookup_set.d.next = self.lookup_hash.set.val();
         self.at_mpa_feed.d.next = !self.reset.val()
             & ((self.deliver.q.val() == Deliver::MpaStart)
                 | (self.at_mpa_feed.q.val() & !self.replay_done.val()));

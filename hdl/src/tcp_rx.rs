@@ -297,10 +297,11 @@ pub struct TcpRxParser {
     beat_total_len: Signal<Local, Bits<16>>,
     /// The TCP header realigned to byte 0 (valid on its first two beats).
     segment_window: Signal<Local, Bits<64>>,
-    /// On the beat with the TCP data offset (byte 12 of the header): the offset and
-    /// where the payload starts.
+    /// On the beat with the TCP data offset (byte 12 of the header): the offset, and
+    /// whether the payload starts at byte 6 of its beat (else 2). The TCP header starts
+    /// at byte 2 or 6 and the offset counts words of 4 bytes, so that is an XOR.
     beat_data_offset: Signal<Local, Bits<4>>,
-    beat_payload_start: Signal<Local, Bits<8>>,
+    beat_payload_at_6: Signal<Local, Bit>,
     /// `payload_end` plus 7 minus the payload's offset in its beat (2 or 6): eight times
     /// the beat whose payload window is the last.
     last_window_end: Signal<Local, Bits<17>>,
@@ -335,6 +336,9 @@ pub struct TcpRxParser {
     total_len: DFF<Bits<16>>,
     /// Frame offsets of the TCP header and of the end of the IPv4 packet.
     tcp_start: DFF<Bits<8>>,
+    /// `tcp_start + 8`: the payload's first window ends one beat after its start, and
+    /// this way its beat takes a single adder once the data offset is known.
+    window_base: DFF<Bits<8>>,
     /// (17 bits: `payload_end` does not wrap, so the frame is compared with it as is.)
     payload_end: DFF<Bits<17>>,
     /// The IPv4 payload's length (`total_len - 4 * IHL`).
@@ -428,6 +432,7 @@ impl Logic for TcpRxParser {
             protocol,
             total_len,
             tcp_start,
+            window_base,
             payload_end,
             tcp_len,
             tcp_window_1,
@@ -591,9 +596,9 @@ impl Logic for TcpRxParser {
         } else {
             self.beat_data_offset.next = self.frame_data.val().get_bits::<4>(52);
         }
-        self.beat_payload_start.next =
-            self.tcp_start.q.val() + (bit_cast::<8, 4>(self.beat_data_offset.val()) << 2);
-        if self.beat_payload_start.val().get_bit(2) {
+        self.beat_payload_at_6.next =
+            self.tcp_start.q.val().get_bit(2) ^ self.beat_data_offset.val().get_bit(0);
+        if self.beat_payload_at_6.val() {
             self.last_window_end.next = self.payload_end.q.val() + 1;
         } else {
             self.last_window_end.next = self.payload_end.q.val() + 5;
@@ -621,6 +626,8 @@ impl Logic for TcpRxParser {
                 self.version_ihl.d.next = self.frame_data.val().get_bits::<8>(48);
                 self.tcp_start.d.next =
                     (bit_cast::<8, 4>(self.frame_data.val().get_bits::<4>(48)) << 2) + 14;
+                self.window_base.d.next =
+                    (bit_cast::<8, 4>(self.frame_data.val().get_bits::<4>(48)) << 2) + 22;
                 self.tcp_window_1.d.next =
                     ((bit_cast::<8, 4>(self.frame_data.val().get_bits::<4>(48)) << 2) + 22) >> 3;
                 self.tcp_window_2.d.next =
@@ -678,8 +685,10 @@ impl Logic for TcpRxParser {
             if self.beat.q.val() == self.offset_beat.q.val() {
                 self.data_offset.d.next = self.beat_data_offset.val();
                 // Bounds for the payload windows.
-                self.payload_at_6.d.next = self.beat_payload_start.val().get_bit(2);
-                self.first_window.d.next = (self.beat_payload_start.val() >> 3) + 1;
+                self.payload_at_6.d.next = self.beat_payload_at_6.val();
+                self.first_window.d.next = (self.window_base.q.val()
+                    + (bit_cast::<8, 4>(self.beat_data_offset.val()) << 2))
+                    >> 3;
                 self.last_window.d.next = bit_cast::<8, 17>(self.last_window_end.val() >> 3);
                 self.payload_len.d.next =
                     self.tcp_len.q.val() - (bit_cast::<16, 4>(self.beat_data_offset.val()) << 2);

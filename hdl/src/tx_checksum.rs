@@ -39,8 +39,9 @@
 //! series with more than one adder; the last beat's lane pairs are
 //! queued beside the rest and added when the frame is popped, and its checksum fields
 //! are folded the cycle after, two or more cycles before beat 3 is read. The
-//! pseudo-header's protocol and length are a register set from the total length, added
-//! into the TCP accumulator once, the cycle after beat 4 is taken.
+//! pseudo-header's protocol is byte 23 of the frame and its length a lane registered from
+//! beat 2, summed in place of the IPv4 checksum field's lane, so the accumulators add
+//! two terms to their sum and nothing else.
 //!
 //! **Timing** (`cargo run --release -- synth --block tx_checksum`,
 //! LFE5U-25F-6, out of context): see the README's figures. It was 108.3 MHz with the
@@ -177,17 +178,15 @@ pub struct TxChecksum {
     tcp_lane_1: Signal<Local, Bits<17>>,
     tcp_lane_2: Signal<Local, Bits<17>>,
     tcp_lane_3: Signal<Local, Bits<17>>,
-    /// The pseudo-header's protocol (0x0006) and TCP length (total_len - 20) as
-    /// little-endian lanes, registered from `total_len` (set by beat 2, so ready long
-    /// before the last beat of any frame that is filled).
-    pseudo: DFF<Bits<32>>,
-    /// Beat 4 was taken last cycle: the pseudo-header joins the TCP accumulator now (it
-    /// is set by then, and every filled frame has more beats), so the sum taken at the
-    /// last beat is the accumulator's alone, one adder behind the registers.
-    pseudo_due: DFF<Bit>,
-    pseudo_term: Signal<Local, Bits<32>>,
-    tcp_len: Signal<Local, Bits<16>>,
-    /// The sums including this beat (and, for TCP, the rest of the pseudo-header).
+    /// The pseudo-header's TCP length (total_len - 20) as a little-endian lane,
+    /// registered from beat 2 (which holds the total length) and summed in place of
+    /// lane 0 of beat 3 (the IPv4 checksum field, which the TCP sum does not cover):
+    /// `length_in_0`. The pseudo-header's protocol is byte 23 itself (6 in every frame
+    /// that is filled), so nothing is added on top of a beat's lanes.
+    beat_tcp_len: Signal<Local, Bits<16>>,
+    length_lane: DFF<Bits<17>>,
+    length_in_0: DFF<Bit>,
+    /// The sums including this beat.
     ip_total: Signal<Local, Bits<32>>,
     tcp_total: Signal<Local, Bits<32>>,
     /// This beat's lanes added up in two pairs (lanes 0 + 1, lanes 2 + 3: one 17-bit
@@ -323,8 +322,8 @@ impl Logic for TxChecksum {
             protocol,
             total_len,
             seg_end,
-            pseudo,
-            pseudo_due,
+            length_lane,
+            length_in_0,
             seg_pre_beat,
             seg_last_pos,
             seg_before,
@@ -425,6 +424,7 @@ impl Logic for TxChecksum {
             // Lane i of beat b is bytes 8b + 2i and 8b + 2i + 1; the beat taken now is
             // beat `wr_beat`, so the next is b = wr_beat + 1.
             self.ip_in_0.d.next = (self.wr_beat.q.val() == 1) | (self.wr_beat.q.val() == 3);
+            self.length_in_0.d.next = self.wr_beat.q.val() == 2;
             self.tcp_low_in_0.d.next = (self.wr_beat.q.val() >= 3)
                 & ((self.wr_beat.q.val() <= 5)
                     | self.next_before_seg_last.val()
@@ -458,10 +458,12 @@ impl Logic for TxChecksum {
                 & ((self.wr_beat.q.val() <= 4)
                     | self.next_before_seg_last.val()
                     | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 6)));
-            self.tcp_high_in_3.d.next = (self.wr_beat.q.val() >= 2)
-                & ((self.wr_beat.q.val() <= 4)
-                    | self.next_before_seg_last.val()
-                    | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 7)));
+            // (Beat 2's lane 3 holds the protocol in its high byte.)
+            self.tcp_high_in_3.d.next = (self.wr_beat.q.val() == 1)
+                | ((self.wr_beat.q.val() >= 2)
+                    & ((self.wr_beat.q.val() <= 4)
+                        | self.next_before_seg_last.val()
+                        | (self.next_is_seg_last.val() & (self.seg_last_pos.q.val() >= 7))));
         }
         self.ip_lane_0.next = 0.into();
         if self.ip_in_0.q.val() {
@@ -474,6 +476,9 @@ impl Logic for TxChecksum {
         if self.tcp_high_in_0.q.val() {
             self.tcp_lane_0.next = self.tcp_lane_0.val()
                 | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(8)) << 8);
+        }
+        if self.length_in_0.q.val() {
+            self.tcp_lane_0.next = self.length_lane.q.val();
         }
         self.ip_lane_1.next = 0.into();
         if self.ip_in_1.q.val() {
@@ -511,10 +516,9 @@ impl Logic for TxChecksum {
             self.tcp_lane_3.next = self.tcp_lane_3.val()
                 | (bit_cast::<17, 8>(self.in_data.val().get_bits::<8>(56)) << 8);
         }
-        self.tcp_len.next = self.total_len.q.val() - 20;
-        self.pseudo.d.next = 0x0600
-            + (bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(0)) << 8)
-            + bit_cast::<32, 8>(self.tcp_len.val().get_bits::<8>(8));
+        self.beat_tcp_len.next = ((bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(0)) << 8)
+            | bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8)))
+            - 20;
         self.ip_beat_lo.next = self.ip_lane_0.val() + self.ip_lane_1.val();
         self.ip_beat_hi.next = self.ip_lane_2.val() + self.ip_lane_3.val();
         self.tcp_beat_lo.next = self.tcp_lane_0.val() + self.tcp_lane_1.val();
@@ -533,15 +537,9 @@ impl Logic for TxChecksum {
         self.ip_total.next = self.ip_sum.q.val()
             + bit_cast::<32, 17>(self.ip_beat_lo_q.q.val())
             + bit_cast::<32, 17>(self.ip_beat_hi_q.q.val());
-        self.pseudo_due.d.next = self.take.val() & (self.wr_beat.q.val() == 4);
-        self.pseudo_term.next = 0.into();
-        if self.pseudo_due.q.val() {
-            self.pseudo_term.next = self.pseudo.q.val();
-        }
         self.tcp_total.next = self.tcp_sum.q.val()
             + bit_cast::<32, 17>(self.tcp_beat_lo_q.q.val())
-            + bit_cast::<32, 17>(self.tcp_beat_hi_q.q.val())
-            + self.pseudo_term.val();
+            + bit_cast::<32, 17>(self.tcp_beat_hi_q.q.val());
         self.ip_sum.d.next = self.ip_total.val();
         self.tcp_sum.d.next = self.tcp_total.val();
         // Every beat but the last is full, so only the 190th beat can take a frame past
@@ -621,6 +619,9 @@ impl Logic for TxChecksum {
                     + bit_cast::<16, 8>(self.in_data.val().get_bits::<8>(8))
                     + 14;
                 self.protocol.d.next = self.in_data.val().get_bits::<8>(56);
+                self.length_lane.d.next =
+                    (bit_cast::<17, 8>(self.beat_tcp_len.val().get_bits::<8>(0)) << 8)
+                        | bit_cast::<17, 8>(self.beat_tcp_len.val().get_bits::<8>(8));
             }
             if self.in_last.val() {
                 if self.commit.val() {
@@ -783,7 +784,7 @@ impl Logic for TxChecksum {
             self.seg_here.d.next = false;
             self.ip_sum.d.next = 0.into();
             self.tcp_sum.d.next = 0.into();
-            self.pseudo_due.d.next = false;
+            self.length_in_0.d.next = false;
             self.ip_beat_lo_q.d.next = 0.into();
             self.ip_beat_hi_q.d.next = 0.into();
             self.tcp_beat_lo_q.d.next = 0.into();
