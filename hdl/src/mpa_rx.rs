@@ -33,7 +33,8 @@
 //! **Errors**: `crc_error` (an FPDU's CRC mismatched) and `length_error` (ULPDU_Length
 //! above `max_ulpdu_len`, or an FPDU not ending with its segment — a partial word, or a
 //! segment's last beat inside an FPDU) latch until `reset`, the model's `CrcError` and
-//! `LengthError`. From the error on, input is taken and dropped. Where the reference
+//! `LengthError`. A beat that is not full before a segment's last breaks the input's
+//! contract and is a length error too. From the error on, input is taken and dropped. Where the reference
 //! would stop first decides the kind: a CRC error in the beat wins over what follows it.
 //!
 //! **Realignment**: a ULPDU starts at byte 2 (FPDU at word 0) or byte 6 (word 1), fixed
@@ -138,7 +139,12 @@ pub struct MpaRxDelineator {
     /// an FPDU starts from the initial value, so all of it is stage 0's.
     crc_both: Crc32cStep,
     crc_low: Crc32cStep,
-    crc_data_both: Crc32cStep,
+    /// (The both-words share in two halves, word 0's and word 1's, each a 32-input
+    /// matrix: the loop's XOR takes the two as readily as one, and stage 0 is not a
+    /// 64-input tree deep.)
+    crc_data_both_w0: Crc32cStep,
+    crc_data_both_w1: Crc32cStep,
+    s0_both_w1: DFF<Bits<32>>,
     crc_data_low: Crc32cStep,
     crc_data_high: Crc32cStep,
     s0_crc_both: Signal<Local, Bits<32>>,
@@ -167,7 +173,8 @@ pub struct MpaRxDelineator {
     /// stage 1 takes its beat.
     s0_load: Signal<Local, Bit>,
     s0_valid: DFF<Bit>,
-    /// Stage 0's registers, packed (255 bits): the fields below are read from it.
+    /// Stage 0's registers, packed (255 bits; and `s0_both_w1`): the fields below are
+    /// read from it.
     s0_word: DFF<Bits<255>>,
     /// The input beat decoded (what stage 0 would register).
     in_word: Signal<Local, Bits<255>>,
@@ -223,7 +230,7 @@ pub struct MpaRxDelineator {
     take: Signal<Local, Bit>,
     w0_valid: Signal<Local, Bit>,
     w1_valid: Signal<Local, Bit>,
-    /// The beat ends inside a word.
+    /// The beat ends inside a word, or is short and not a segment's last.
     partial: Signal<Local, Bit>,
     /// ULPDU_Length of the stage-0 beat if word 0 / word 1 is a header.
     len0: Signal<Local, Bits<16>>,
@@ -254,7 +261,7 @@ pub struct MpaRxDelineator {
     crc_ok0: Signal<Local, Bit>,
     too_long0: Signal<Local, Bit>,
     too_long1: Signal<Local, Bit>,
-    /// The segment ends inside an FPDU.
+    /// The segment ends inside an FPDU (or the beat is `partial`).
     unended: Signal<Local, Bit>,
     /// A header is in this beat (an FPDU, and its ULPDU packet, starts).
     hdr_here: Signal<Local, Bit>,
@@ -412,7 +419,9 @@ impl Default for MpaRxDelineator {
             busy: Default::default(),
             crc_both: Crc32cStep::new(StepWidths::Words),
             crc_low: Crc32cStep::new(StepWidths::Words),
-            crc_data_both: Crc32cStep::new(StepWidths::Words),
+            crc_data_both_w0: Crc32cStep::new(StepWidths::Words),
+            crc_data_both_w1: Crc32cStep::new(StepWidths::Words),
+            s0_both_w1: Default::default(),
             crc_data_low: Crc32cStep::new(StepWidths::Words),
             crc_data_high: Crc32cStep::new(StepWidths::Words),
             s0_crc_both: Default::default(),
@@ -592,6 +601,7 @@ impl Logic for MpaRxDelineator {
             self,
             clock,
             s0_valid,
+            s0_both_w1,
             in_fpdu,
             words_left,
             left_is0,
@@ -665,9 +675,13 @@ impl Logic for MpaRxDelineator {
         if self.in_len0.val().get_bits::<2>(0) == 3 {
             self.in_body0.next = (self.in_len0.val() >> 2) + 1;
         }
-        self.crc_data_both.state.next = self.crc_zero.val();
-        self.crc_data_both.data.next = self.in_q_data.q.val();
-        self.crc_data_both.keep.next = self.keep_all.val();
+        self.crc_data_both_w0.state.next = self.crc_zero.val();
+        self.crc_data_both_w0.data.next =
+            bit_cast::<64, 32>(self.in_q_data.q.val().get_bits::<32>(0));
+        self.crc_data_both_w0.keep.next = self.keep_all.val();
+        self.crc_data_both_w1.state.next = self.crc_zero.val();
+        self.crc_data_both_w1.data.next = (self.in_q_data.q.val() >> 32) << 32;
+        self.crc_data_both_w1.keep.next = self.keep_all.val();
         self.crc_data_low.state.next = self.crc_zero.val();
         self.crc_data_low.data.next = self.in_q_data.q.val();
         self.crc_data_low.keep.next = self.keep_low_word.val();
@@ -676,9 +690,9 @@ impl Logic for MpaRxDelineator {
         self.crc_data_high.keep.next = self.keep_low_word.val();
         self.in_w0_valid.next = self.in_q_keep.q.val().get_bit(3);
         self.in_w1_valid.next = self.in_q_keep.q.val().get_bit(7);
-        self.in_partial.next = (self.in_q_keep.q.val() != 0x00)
-            & (self.in_q_keep.q.val() != 0x0F)
-            & (self.in_q_keep.q.val() != 0xFF);
+        self.in_partial.next = (self.in_q_keep.q.val() != 0xFF)
+            & (!self.in_q_last.q.val()
+                | ((self.in_q_keep.q.val() != 0x00) & (self.in_q_keep.q.val() != 0x0F)));
         // `body0 - 1` from the length directly, not from `in_body0`: one carry chain
         // behind the input, not two in series.
         self.in_body0_less1.next = (self.in_len0.val() >> 2) - 1;
@@ -700,7 +714,7 @@ impl Logic for MpaRxDelineator {
         self.in_len1_over.next = self.in_len1.val() > self.max_ulpdu_len.val();
         self.in_len0_zero.next = self.in_len0.val() == 0;
         self.in_len1_zero.next = self.in_len1.val() == 0;
-        self.in_word.next = bit_cast::<255, 32>(self.crc_data_both.next_state.val())
+        self.in_word.next = bit_cast::<255, 32>(self.crc_data_both_w0.next_state.val())
             | (bit_cast::<255, 32>(self.crc_data_low.next_state.val()) << 32)
             | (bit_cast::<255, 32>(self.crc_data_high.next_state.val()) << 64)
             | (bit_cast::<255, 64>(self.in_q_data.q.val()) << 96)
@@ -731,6 +745,7 @@ impl Logic for MpaRxDelineator {
         self.in_take.next = self.in_valid.val() & self.in_ready.val();
         if self.s0_load.val() {
             self.s0_word.d.next = self.in_word.val();
+            self.s0_both_w1.d.next = self.crc_data_both_w1.next_state.val();
             self.s0_valid.d.next = self.in_q_valid.q.val();
         }
         self.in_q_free.next = !self.in_q_valid.q.val() | self.s0_load.val();
@@ -754,7 +769,7 @@ impl Logic for MpaRxDelineator {
             self.skid_last.d.next = self.in_last.val();
             self.skid_valid.d.next = true;
         }
-        self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0);
+        self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0) ^ self.s0_both_w1.q.val();
         self.s0_crc_low.next = self.s0_word.q.val().get_bits::<32>(32);
         self.s0_crc_high.next = self.s0_word.q.val().get_bits::<32>(64);
         self.s0_data.next = self.s0_word.q.val().get_bits::<64>(96);
@@ -855,8 +870,7 @@ impl Logic for MpaRxDelineator {
         self.too_long0.next = self.w0_valid.val() & self.w0_hdr.val() & self.len0_over.val();
         self.too_long1.next =
             self.w1_valid.val() & self.w1_hdr.val() & self.len1_over.val() & !self.too_long0.val();
-        self.unended.next = self.s0_last.val()
-            & (self.partial.val() | self.in_after.val())
+        self.unended.next = (self.partial.val() | (self.s0_last.val() & self.in_after.val()))
             & !self.too_long0.val()
             & !self.too_long1.val();
 
@@ -1041,8 +1055,12 @@ impl Logic for MpaRxDelineator {
 
         if self.take.val() {
             self.prev.d.next = self.s0_data.val();
+            // A beat of word 0 alone that does not end an FPDU there is a segment's
+            // last beat ending inside it, or a short beat before a segment's last (both
+            // `unended`): the flow fails with it, so the register need not take the
+            // low word's update, and the loop chooses between one update and restarts.
             if self.w0_valid.val() {
-                self.crc_state.d.next = self.crc_after_low.val();
+                self.crc_state.d.next = self.crc_after_both.val();
                 if self.w0_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
                     if self.w1_valid.val() {
@@ -1050,8 +1068,6 @@ impl Logic for MpaRxDelineator {
                     }
                 } else if self.w1_valid.val() & self.w1_crc.val() {
                     self.crc_state.d.next = self.crc_init.val();
-                } else if self.w1_valid.val() {
-                    self.crc_state.d.next = self.crc_after_both.val();
                 }
             }
             if self.w0_valid.val() {

@@ -149,8 +149,9 @@
 //!   own input register (the payload buffer's clock-to-out and tile select were in
 //!   series with its length compares and CRC matrices) and its `busy` is a register;
 //!   `mpa_tx` and the segment builder are joined by a skid buffer (`fpdu_slice`: the
-//!   builder's ready ran through the arbiter into every enable of `mpa_tx`); the
-//!   replay's read enable starts at delivery-state flags;
+//!   builder's ready ran through the arbiter into every enable of `mpa_tx`), and so
+//!   are the builder and the arbiter (`frame_slice`: the grant ran into the builder's
+//!   output enables); the replay's read enable starts at delivery-state flags;
 //! - no adder in series with another or with a compare where one would do:
 //!   `tx_checksum` sums a beat's lanes in pairs and adds the pseudo-header into the
 //!   accumulator once, compares the beat read with the frame's last index, and
@@ -438,6 +439,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// `mpa_tx`'s stages and back out to `host_tx_ready`.
     fpdu_slice: SkidBuffer,
     builder: SegmentBuilder,
+    /// Between the segment builder and the arbiter: the grant (from the firmware's
+    /// `fw_tx_valid` and the transmit state) would otherwise run into the builder's
+    /// output-register enables and its payload ready.
+    frame_slice: SkidBuffer,
     /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
     /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
     tx_slice: SkidBuffer,
@@ -825,6 +830,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.reset.next = self.reset.val();
         self.tx_slice.clock.next = self.clock.val();
         self.tx_slice.reset.next = self.reset.val();
+        self.frame_slice.clock.next = self.clock.val();
+        self.frame_slice.reset.next = self.reset.val();
         self.fpdu_slice.clock.next = self.clock.val();
         self.fpdu_slice.reset.next = self.reset.val();
         self.firmware_slice.clock.next = self.clock.val();
@@ -1290,19 +1297,24 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
 
         // Whole frames from the firmware (first) or the builder, through the skid buffer
         // into checksum insertion.
+        self.frame_slice.in_data.next = self.builder.frame_data.val();
+        self.frame_slice.in_keep.next = self.builder.frame_keep.val();
+        self.frame_slice.in_last.next = self.builder.frame_last.val();
+        self.frame_slice.in_valid.next = self.builder.frame_valid.val();
+        self.builder.frame_ready.next = self.frame_slice.in_ready.val();
         self.tx_grant.next = self.tx_source.q.val();
         if self.tx_source.q.val() == TxSource::None {
             if self.fw_tx_valid.val() {
                 self.tx_grant.next = TxSource::Firmware;
-            } else if self.builder.frame_valid.val() {
+            } else if self.frame_slice.out_valid.val() {
                 self.tx_grant.next = TxSource::Builder;
             }
         }
-        self.tx_slice.in_data.next = self.builder.frame_data.val();
-        self.tx_slice.in_keep.next = self.builder.frame_keep.val();
-        self.tx_slice.in_last.next = self.builder.frame_last.val();
+        self.tx_slice.in_data.next = self.frame_slice.out_data.val();
+        self.tx_slice.in_keep.next = self.frame_slice.out_keep.val();
+        self.tx_slice.in_last.next = self.frame_slice.out_last.val();
         self.tx_slice.in_valid.next =
-            self.builder.frame_valid.val() & (self.tx_grant.val() == TxSource::Builder);
+            self.frame_slice.out_valid.val() & (self.tx_grant.val() == TxSource::Builder);
         if self.tx_grant.val() == TxSource::Firmware {
             self.tx_slice.in_data.next = self.fw_tx_data.val();
             self.tx_slice.in_keep.next = self.fw_tx_keep.val();
@@ -1311,7 +1323,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         self.fw_tx_ready.next =
             self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Firmware);
-        self.builder.frame_ready.next =
+        self.frame_slice.out_ready.next =
             self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Builder);
         if self.tx_slice.in_valid.val() & self.tx_slice.in_ready.val() {
             if self.tx_slice.in_last.val() {

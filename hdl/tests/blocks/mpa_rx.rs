@@ -121,18 +121,15 @@ struct DelineatorBench {
 }
 
 impl DelineatorBench {
+    /// Flows given as the beats of their segments.
     fn new(
-        flows: &[Vec<Vec<u8>>],
+        flows: Vec<Vec<Beat>>,
         max_ulpdu_len: u16,
         idle_probability: f64,
         stall_probability: f64,
         seed: u64,
     ) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut next_flows: VecDeque<Vec<Beat>> = flows
-            .iter()
-            .map(|segments| segments.iter().flat_map(|s| beats(s, &mut rng)).collect())
-            .collect();
+        let mut next_flows = VecDeque::from(flows);
         let first = next_flows.pop_front().unwrap();
         DelineatorBench {
             reset_cycles: 2,
@@ -299,8 +296,12 @@ fn run_flows(
         .iter()
         .map(|segments| reference(segments, max_ulpdu_len))
         .collect();
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut bench = DelineatorBench::new(
-        flows,
+        flows
+            .iter()
+            .map(|segments| flow_beats(segments, &mut rng))
+            .collect(),
         max_ulpdu_len,
         idle_probability,
         stall_probability,
@@ -316,6 +317,11 @@ fn run_flows(
         check(outcome, expected);
     }
     (timing, bench.outcomes, expected)
+}
+
+/// A flow's segments as beats, each segment from byte 0 of a beat.
+fn flow_beats(segments: &[Vec<u8>], rng: &mut StdRng) -> Vec<Beat> {
+    segments.iter().flat_map(|s| beats(s, rng)).collect()
 }
 
 /// [`run_flows`] for one flow.
@@ -417,6 +423,58 @@ fn mpa_rx_segments_cut_inside_fpdus_are_length_errors() {
         }
         let (_, _, expected) = run(&segments, u16::MAX, 0.2, 0.2, 24 + seed);
         assert!(expected.length_error || segments.len() == 1, "seed {seed}");
+    }
+}
+
+/// A beat short of 8 bytes before a segment's last breaks the input's contract (the
+/// reference cannot even express it): at any beat and with any `keep`, the flow fails
+/// with a length error, no CRC error, and delivers at most the FPDUs before the short
+/// beat's own.
+#[test]
+fn mpa_rx_short_beat_before_the_last_is_a_length_error() {
+    let (rtr, hello) = spec_fpdus();
+    let segment = [hello.clone(), rtr.clone(), hello.clone(), rtr].concat();
+    let expected = reference(&[segment.clone()], u16::MAX);
+    let mut rng = StdRng::seed_from_u64(0x5407);
+    let whole = beats(&segment, &mut rng);
+    let mut flows = vec![];
+    let mut cases = vec![];
+    for short_at in 0..whole.len() - 1 {
+        for keep in [0x00, 0x07, 0x0F, 0x7F] {
+            let mut flow = whole.clone();
+            flow[short_at].keep = keep;
+            flows.push(flow);
+            cases.push((short_at, keep));
+        }
+    }
+    let mut bench = DelineatorBench::new(flows, u16::MAX, 0.2, 0.2, 0x5408);
+    lockstep(
+        &mut RustHdl::new(MpaRxDelineator::default()),
+        &mut Verilated::new(MpaRxDelineator::default()),
+        &mut bench,
+    );
+    assert_eq!(bench.outcomes.len(), cases.len());
+    for (outcome, (short_at, keep)) in bench.outcomes.iter().zip(cases) {
+        assert_eq!(
+            outcome.errors,
+            (false, true),
+            "beat {short_at}, keep {keep:#04x}"
+        );
+        assert!(!outcome.packet_after_bad);
+        assert!(outcome.good.len() < expected.ulpdus.len());
+        assert_eq!(outcome.good, expected.ulpdus[..outcome.good.len()]);
+        let ended_before = [hello.len(), 20, hello.len()]
+            .iter()
+            .scan(0, |end, len| {
+                *end += len;
+                Some(*end)
+            })
+            .filter(|&end| end <= 8 * short_at)
+            .count();
+        assert!(
+            outcome.good.len() >= ended_before,
+            "beat {short_at}, keep {keep:#04x}"
+        );
     }
 }
 
