@@ -47,8 +47,8 @@
 //! **Firmware port** (`cmd_*`): with `busy` low, `cmd_valid` starts a command (insert
 //! `cmd_index` for the tuple, or with `cmd_remove` remove the tuple). The command runs
 //! down the same pipeline as a lookup, in the slot of the cycle it reads its bucket:
-//! `busy` is high for its five cycles (read the bucket, its output registers, fetch,
-//! compare, decide the write); `done` is high for the one cycle after (in which the
+//! `busy` is high for its six cycles (hash the registered tuple to its bucket, read the
+//! bucket, its output registers, fetch, compare, decide the write); `done` is high for the one cycle after (in which the
 //! write lands), with `done_full` / `done_missing` as
 //! the status. Lookups taken in or after the cycle `done` is high see the change;
 //! lookups taken earlier see the table before it. A new command may be given in the
@@ -160,6 +160,9 @@ pub enum TableState {
     Clear,
     /// Ready for a command.
     Idle,
+    /// The command's tuple, registered, is hashed to its bucket (the fold is not in
+    /// series with the command's source).
+    Hash,
     /// The command's bucket is being read (lookups wait this cycle).
     Read,
     /// The bucket's ways come out of the RAMs into their output registers.
@@ -457,10 +460,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             | (bit_cast::<96, 16>(self.cmd_local_port.val()) << 48)
             | (bit_cast::<96, 32>(self.cmd_remote_ip.val()) << 16)
             | bit_cast::<96, 16>(self.cmd_remote_port.val());
-        self.cmd_hash.local_ip.next = self.cmd_local_ip.val();
-        self.cmd_hash.local_port.next = self.cmd_local_port.val();
-        self.cmd_hash.remote_ip.next = self.cmd_remote_ip.val();
-        self.cmd_hash.remote_port.next = self.cmd_remote_port.val();
+        self.cmd_hash.local_ip.next = self.cmd_tuple.q.val().get_bits::<32>(64);
+        self.cmd_hash.local_port.next = self.cmd_tuple.q.val().get_bits::<16>(48);
+        self.cmd_hash.remote_ip.next = self.cmd_tuple.q.val().get_bits::<32>(16);
+        self.cmd_hash.remote_port.next = self.cmd_tuple.q.val().get_bits::<16>(0);
         if self.at_read.q.val() {
             self.sel_tuple.next = self.cmd_tuple.q.val();
             self.set.next = self.cmd_set.q.val();
@@ -482,9 +485,15 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             & !self.writing.val()
             & !self.reset.val();
         self.take.next = self.lookup_valid.val() & self.lookup_ready.val();
-        // The RAMs read only for a lookup taken or a command's bucket, never a word in
-        // the cycle it is written (see `lookup_ready`).
-        self.read_bucket.next = self.take.val() | (self.state.q.val() == TableState::Read);
+        // The RAMs read for a lookup taken and for a command's bucket, and never while
+        // a write lands (block RAM leaves a read of the word being written undefined:
+        // see `lookup_ready`). They may also read for a lookup that is not taken (in a
+        // command's later states): what they read then is never used, and their
+        // enable stays off the state decode and the lookup's handshake. (A command's
+        // ways reach the fetch registers in `Register`; a read in `Fetch` or later
+        // lands in the RAMs' output registers only after that.)
+        self.read_bucket.next =
+            (self.lookup_valid.val() & !self.writing.val()) | self.at_read.q.val();
         self.way0.read_enable.next = self.read_bucket.val();
         self.way1.read_enable.next = self.read_bucket.val();
         self.way2.read_enable.next = self.read_bucket.val();
@@ -600,11 +609,14 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             TableState::Idle => {
                 if self.cmd_valid.val() {
                     self.cmd_tuple.d.next = self.cmd_port_tuple.val();
-                    self.cmd_set.d.next = self.cmd_hash.set.val();
                     self.cmd_idx.d.next = self.cmd_index.val();
                     self.cmd_rm.d.next = self.cmd_remove.val();
-                    self.state.d.next = TableState::Read;
+                    self.state.d.next = TableState::Hash;
                 }
+            }
+            TableState::Hash => {
+                self.cmd_set.d.next = self.cmd_hash.set.val();
+                self.state.d.next = TableState::Read;
             }
             TableState::Read => {
                 self.state.d.next = TableState::Fetch;

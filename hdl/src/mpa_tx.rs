@@ -80,7 +80,10 @@ pub struct MpaTxFramer {
     /// so the loop in stage 1 runs only the state's share (`crc_step`, `crc_step_low`).
     crc_step: Crc32cStep,
     crc_step_low: Crc32cStep,
-    crc_data_both: Crc32cStep,
+    /// The both-words share in halves, word 0's and word 1's (32-input matrices, not
+    /// one of 64 inputs: the loop's XOR takes two terms as readily as one).
+    crc_data_both_w0: Crc32cStep,
+    crc_data_both_w1: Crc32cStep,
     crc_data_low: Crc32cStep,
     crc_data_tail: Crc32cStep,
     crc_init: Constant<Bits<32>>,
@@ -108,7 +111,8 @@ pub struct MpaTxFramer {
     /// The beat holds 3 or more / 7 or more bytes (`keep` bits 2 and 6).
     s0_three: DFF<Bit>,
     s0_seven: DFF<Bit>,
-    s0_crc_both: DFF<Bits<32>>,
+    s0_crc_both_w0: DFF<Bits<32>>,
+    s0_crc_both_w1: DFF<Bits<32>>,
     s0_crc_low: DFF<Bits<32>>,
     /// The share of the left-over bytes in a tail beat (if this beat is a ULPDU's last).
     s0_crc_tail: DFF<Bits<32>>,
@@ -168,7 +172,8 @@ impl Default for MpaTxFramer {
             fpdu_ready: Default::default(),
             crc_step: Crc32cStep::new(StepWidths::Words),
             crc_step_low: Crc32cStep::new(StepWidths::Words),
-            crc_data_both: Crc32cStep::new(StepWidths::Words),
+            crc_data_both_w0: Crc32cStep::new(StepWidths::Words),
+            crc_data_both_w1: Crc32cStep::new(StepWidths::Words),
             crc_data_low: Crc32cStep::new(StepWidths::Words),
             crc_data_tail: Crc32cStep::new(StepWidths::Words),
             crc_init: Constant::new(u64::from(CRC32C_INIT).into()),
@@ -188,7 +193,8 @@ impl Default for MpaTxFramer {
             s0_last: Default::default(),
             s0_three: Default::default(),
             s0_seven: Default::default(),
-            s0_crc_both: Default::default(),
+            s0_crc_both_w0: Default::default(),
+            s0_crc_both_w1: Default::default(),
             s0_crc_low: Default::default(),
             s0_crc_tail: Default::default(),
             load: Default::default(),
@@ -231,7 +237,8 @@ impl Logic for MpaTxFramer {
             s0_last,
             s0_three,
             s0_seven,
-            s0_crc_both,
+            s0_crc_both_w0,
+            s0_crc_both_w1,
             s0_crc_low,
             s0_crc_tail,
             phase,
@@ -277,9 +284,13 @@ impl Logic for MpaTxFramer {
             self.in_lead.next = self.in_carry.q.val();
         }
         self.in_joined.next = (self.in_kept.val() << 16) | bit_cast::<64, 16>(self.in_lead.val());
-        self.crc_data_both.state.next = self.crc_zero.val();
-        self.crc_data_both.data.next = self.in_joined.val();
-        self.crc_data_both.keep.next = self.keep_all.val();
+        self.crc_data_both_w0.state.next = self.crc_zero.val();
+        self.crc_data_both_w0.data.next =
+            bit_cast::<64, 32>(self.in_joined.val().get_bits::<32>(0));
+        self.crc_data_both_w0.keep.next = self.keep_all.val();
+        self.crc_data_both_w1.state.next = self.crc_zero.val();
+        self.crc_data_both_w1.data.next = (self.in_joined.val() >> 32) << 32;
+        self.crc_data_both_w1.keep.next = self.keep_all.val();
         self.crc_data_low.state.next = self.crc_zero.val();
         self.crc_data_low.data.next = self.in_joined.val();
         self.crc_data_low.keep.next = self.keep_low_word.val();
@@ -294,7 +305,8 @@ impl Logic for MpaTxFramer {
             self.s0_last.d.next = self.ulpdu_last.val();
             self.s0_three.d.next = self.ulpdu_keep.val().get_bit(2);
             self.s0_seven.d.next = self.ulpdu_keep.val().get_bit(6);
-            self.s0_crc_both.d.next = self.crc_data_both.next_state.val();
+            self.s0_crc_both_w0.d.next = self.crc_data_both_w0.next_state.val();
+            self.s0_crc_both_w1.d.next = self.crc_data_both_w1.next_state.val();
             self.s0_crc_low.d.next = self.crc_data_low.next_state.val();
             self.s0_crc_tail.d.next = self.crc_data_tail.next_state.val();
             if self.ulpdu_valid.val() {
@@ -311,7 +323,9 @@ impl Logic for MpaTxFramer {
         self.crc_step_low.state.next = self.crc_state.q.val();
         self.crc_step_low.data.next = 0_u64.into();
         self.crc_step_low.keep.next = self.keep_low_word.val();
-        self.crc_after_both.next = self.crc_step.next_state.val() ^ self.s0_crc_both.q.val();
+        self.crc_after_both.next = self.crc_step.next_state.val()
+            ^ self.s0_crc_both_w0.q.val()
+            ^ self.s0_crc_both_w1.q.val();
         // The one word before a field in the high word: in the tail, the left-over bytes
         // and PAD; else a last beat of 0..2 bytes, which with the 2 lead bytes and PAD
         // fills the low word (the CRC then fits in the high word of the same beat).

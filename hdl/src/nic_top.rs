@@ -566,13 +566,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     at_rx_decide: DFF<Bit>,
     at_rx_mpa_drain: DFF<Bit>,
     at_tx_decide: DFF<Bit>,
-    /// Quarters of the context's tuple equal the command's (valid in CmdAct, registered
-    /// from the context in CmdCheck), and so a context write command rewrites the flow
-    /// it names, which has failed.
-    tuple_same0: DFF<Bit>,
-    tuple_same1: DFF<Bit>,
-    tuple_same2: DFF<Bit>,
-    tuple_same3: DFF<Bit>,
+    /// Eighths of the context's tuple equal the command's (bit `i`: bits `12i..12i+12`;
+    /// valid in CmdAct, registered from the context in CmdCheck), and so a context
+    /// write command rewrites the flow it names, which has failed.
+    tuple_same: DFF<Bits<8>>,
     rewrite_keeps_failed: Signal<Local, Bit>,
     /// In RxLookup: the frame is for this NIC and its lookup waits for the table.
     lookup_request: DFF<Bit>,
@@ -764,10 +761,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             flow_valid,
             flow_failed,
             flow_max_ulpdu,
-            tuple_same0,
-            tuple_same1,
-            tuple_same2,
-            tuple_same3,
+            tuple_same,
             clear_index,
             clear_in_range,
             ctx_addr,
@@ -1135,22 +1129,50 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             | (bit_cast::<MISC_BITS, 1>(self.fail_forward.q.val().into()) << 50);
         self.new_misc.d.next = self.ctx_misc.read_data.val();
         // A rewrite of the same flow (its RTR arrived) keeps its failed bit. The tuple
-        // is compared in quarters, registered: one 96-bit compare behind the RAM's
-        // route did not fit a cycle.
-        self.tuple_same0.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(0)
-            == self.w_tuple.q.val().get_bits::<24>(0);
-        self.tuple_same1.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(24)
-            == self.w_tuple.q.val().get_bits::<24>(24);
-        self.tuple_same2.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(48)
-            == self.w_tuple.q.val().get_bits::<24>(48);
-        self.tuple_same3.d.next = self.ctx_tuple.read_data.val().get_bits::<24>(72)
-            == self.w_tuple.q.val().get_bits::<24>(72);
-        self.rewrite_keeps_failed.next = self.flow_valid.q.val()
-            & self.flow_failed.q.val()
-            & self.tuple_same0.q.val()
-            & self.tuple_same1.q.val()
-            & self.tuple_same2.q.val()
-            & self.tuple_same3.q.val();
+        // is compared in eighths, registered: two LUT levels each behind the RAM's
+        // route (one 96-bit compare did not fit a cycle, nor did quarters in the full
+        // design).
+        self.tuple_same.d.next = bit_cast::<8, 1>(
+            (self.ctx_tuple.read_data.val().get_bits::<12>(0)
+                == self.w_tuple.q.val().get_bits::<12>(0))
+            .into(),
+        ) | (bit_cast::<8, 1>(
+            (self.ctx_tuple.read_data.val().get_bits::<12>(12)
+                == self.w_tuple.q.val().get_bits::<12>(12))
+            .into(),
+        ) << 1)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(24)
+                    == self.w_tuple.q.val().get_bits::<12>(24))
+                .into(),
+            ) << 2)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(36)
+                    == self.w_tuple.q.val().get_bits::<12>(36))
+                .into(),
+            ) << 3)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(48)
+                    == self.w_tuple.q.val().get_bits::<12>(48))
+                .into(),
+            ) << 4)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(60)
+                    == self.w_tuple.q.val().get_bits::<12>(60))
+                .into(),
+            ) << 5)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(72)
+                    == self.w_tuple.q.val().get_bits::<12>(72))
+                .into(),
+            ) << 6)
+            | (bit_cast::<8, 1>(
+                (self.ctx_tuple.read_data.val().get_bits::<12>(84)
+                    == self.w_tuple.q.val().get_bits::<12>(84))
+                .into(),
+            ) << 7);
+        self.rewrite_keeps_failed.next =
+            self.flow_valid.q.val() & self.flow_failed.q.val() & (self.tuple_same.q.val() == 0xFF);
         if self.w_seg_flags.q.val().get_bit(4) {
             self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
                 | (self.ctx_misc.read_data.val() & 0xFFFF)
