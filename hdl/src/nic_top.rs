@@ -1107,10 +1107,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // a flip-flop rather than from block RAM's route.
         self.flow_valid.d.next = self.ctx_misc.read_data.val().get_bit(51);
         self.flow_failed.d.next = self.ctx_misc.read_data.val().get_bit(50);
+        // `((mss - 4) & !3) - 2` for an MSS of 8 or more, as one subtraction (the low
+        // two bits do not change the first) and a test of the high bits, not a compare.
         self.flow_max_ulpdu.d.next = 0.into();
-        if self.ctx_misc.read_data.val().get_bits::<16>(0) >= 8 {
+        if self.ctx_misc.read_data.val().get_bits::<13>(3).any() {
             self.flow_max_ulpdu.d.next =
-                ((self.ctx_misc.read_data.val().get_bits::<16>(0) - 4) & 0xFFFC) - 2;
+                (self.ctx_misc.read_data.val().get_bits::<16>(0) & 0xFFFC) - 6;
         }
         self.rx_datapath.d.next = self.ctx_misc.read_data.val().get_bit(51)
             & !self.ctx_misc.read_data.val().get_bit(49)

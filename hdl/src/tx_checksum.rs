@@ -38,7 +38,8 @@
 //! masks) and the pairs join the accumulators in the next, so the masks are never in
 //! series with more than one adder; the last beat's lane pairs are
 //! queued beside the rest and added when the frame is popped, and its checksum fields
-//! are folded the cycle after, two or more cycles before beat 3 is read. The
+//! are folded over the two cycles after (one adder each), a cycle or more before beat 3
+//! is read. The
 //! pseudo-header's protocol is byte 23 of the frame and its length a lane registered from
 //! beat 2, summed in place of the IPv4 checksum field's lane, so the accumulators add
 //! two terms to their sum and nothing else.
@@ -250,12 +251,14 @@ pub struct TxChecksum {
     head_ip_last_hi: Signal<Local, Bits<17>>,
     head_tcp_last_lo: Signal<Local, Bits<17>>,
     head_tcp_last_hi: Signal<Local, Bits<17>>,
-    /// The frame being read: its whole sums, set when it is popped, and their folds.
+    /// The frame being read: its whole sums, set when it is popped, and their folds,
+    /// the first registered (two adders in series did not fit a cycle; the fields are
+    /// still ready a cycle before beat 3 can be read).
     cur_ip_sum: DFF<Bits<32>>,
     cur_tcp_sum: DFF<Bits<32>>,
-    cur_ip_fold: Signal<Local, Bits<32>>,
+    cur_ip_fold: DFF<Bits<32>>,
     cur_ip_fold2: Signal<Local, Bits<16>>,
-    cur_tcp_fold: Signal<Local, Bits<32>>,
+    cur_tcp_fold: DFF<Bits<32>>,
     cur_tcp_fold2: Signal<Local, Bits<16>>,
     // ---- read side ----
     /// The output register takes a new beat (or empties) this cycle.
@@ -356,6 +359,8 @@ impl Logic for TxChecksum {
             q1_tcp_last_hi,
             cur_ip_sum,
             cur_tcp_sum,
+            cur_ip_fold,
+            cur_tcp_fold,
             q0_valid,
             q0_last_beat,
             q0_fill,
@@ -587,15 +592,16 @@ impl Logic for TxChecksum {
             self.head_tcp_last_lo.next = self.q0_tcp_last_lo.q.val();
             self.head_tcp_last_hi.next = self.q0_tcp_last_hi.q.val();
         }
-        // The fields a cycle after the pop, two or more before beat 3 is read.
-        self.cur_ip_fold.next =
+        // The fields two cycles after the pop, one or more before beat 3 is read.
+        self.cur_ip_fold.d.next =
             (self.cur_ip_sum.q.val() & 0xFFFF) + (self.cur_ip_sum.q.val() >> 16);
-        self.cur_ip_fold2.next =
-            bit_cast::<16, 32>((self.cur_ip_fold.val() & 0xFFFF) + (self.cur_ip_fold.val() >> 16));
-        self.cur_tcp_fold.next =
+        self.cur_ip_fold2.next = bit_cast::<16, 32>(
+            (self.cur_ip_fold.q.val() & 0xFFFF) + (self.cur_ip_fold.q.val() >> 16),
+        );
+        self.cur_tcp_fold.d.next =
             (self.cur_tcp_sum.q.val() & 0xFFFF) + (self.cur_tcp_sum.q.val() >> 16);
         self.cur_tcp_fold2.next = bit_cast::<16, 32>(
-            (self.cur_tcp_fold.val() & 0xFFFF) + (self.cur_tcp_fold.val() >> 16),
+            (self.cur_tcp_fold.q.val() & 0xFFFF) + (self.cur_tcp_fold.q.val() >> 16),
         );
         self.cur_ip_field.d.next = !self.cur_ip_fold2.val();
         self.cur_tcp_field.d.next = !self.cur_tcp_fold2.val();
