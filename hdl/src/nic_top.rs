@@ -122,14 +122,17 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,264 LUT4, 8,878 FF, 43 of 56 DP16KD, 116.2 MHz, below the
-//! 125 MHz target. At the start of this round: 12,118 LUT4, 8,796 FF, 101.7 MHz, and by
-//! nextpnr's slack histogram at least 265 endpoints with negative slack at 125 MHz;
-//! now a few (two bins below zero, of 1–24 endpoints each; the worst −0.6 ns, in
-//! `tcp_rx`'s header-field compares). Steps in between measured 107.2–119.2 MHz (the
-//! same logic with other cell names, one commit before, 110.3): with the paths this
-//! close, which one nextpnr stretches moves with every change, and a second placement
-//! seed of one netlist differed by 3 %.
+//! asked for 125 MHz) on the last code: 11,677 LUT4, 9,161 FF, 43 of 56 DP16KD,
+//! 112.8 MHz, below the 125 MHz target. The same flow measured 116.2 MHz at the start
+//! of this round and 118.8–122.0 MHz on the steps between; the netlist one step
+//! before the last gave 120.0 MHz, and with nextpnr's `--placer-heap-timingweight 20`
+//! 129.5, 117.9 and 121.1 MHz on seeds 1, 2 and 3. So the placement moves the result by
+//! ±5 %, and the tail of slow endpoints is now thin: nextpnr's detailed timing
+//! (`scripts/slowest-endpoints.py`) puts 56 of ~18,400 endpoints at 7.5 ns or later
+//! and 6 at 8 ns or later. They are 4–6 LUT levels with 1.5–2.1 ns routes: `mpa_rx`'s
+//! failed flags through its stage-2 advance into the stage-1 registers, `tcp_rx`'s beat
+//! take (fanned out to every parser register) into its output valid, `tx_checksum`'s
+//! pop, the packet FIFOs' full flags.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
@@ -153,13 +156,20 @@
 //!   are the builder and the arbiter (`frame_slice`: the grant ran into the builder's
 //!   output enables); the replay's read enable starts at delivery-state flags;
 //! - no adder in series with another or with a compare where one would do:
-//!   `tx_checksum` sums a beat's lanes in pairs and adds the pseudo-header into the
-//!   accumulator once, compares the beat read with the frame's last index, and
+//!   `tx_checksum` sums a beat's lanes in pairs, compares the beat read with the
+//!   frame's last index, and
 //!   compares beat indices in 8 bits; `packet_fifo` compares with `depth - 1`;
 //!   `mpa_rx` computes `body0 - 1` from the length directly;
-//! - the flow table's lookup bucket hashed by the controller from what the tuple
-//!   registers load, and registered beside them (the fold was in front of the RAMs'
-//!   address, 4 levels and a 2.2 ns route);
+//! - the flow table's lookup bucket hashed when a frame is held and held beside it
+//!   (the fold was in front of the RAMs' address, 4 levels and a 2.2 ns route), its
+//!   command bucket hashed from the registered tuple (state `Hash`), its RAMs' read
+//!   enable from two flip-flops and the write flag;
+//! - the CRC data shares of both MPA blocks as 32-input matrices (word 0's and word
+//!   1's), and `mpa_rx`'s CRC loop choosing between one update and restarts; `mpa_tx`
+//!   registers both CRC fields a frame can end with;
+//! - `tcp_rx`'s payload window in one adder; `tx_checksum` sums the pseudo-header
+//!   from the frame's own lanes and folds its fields over two cycles; a rewritten
+//!   tuple compared in eighths; the ULPDU limit in one subtraction;
 //! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
 //!   the queue's own flags, selects the held last beat in stage 2 and keeps
 //!   `out_left > 8` as a flag; `tcp_rx` sets a frame's output bits from one accepted
@@ -167,14 +177,8 @@
 //!
 //! The netlist was ranked by estimated delay per flip-flop input
 //! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single
-//! critical path) to pick these; the endpoints it puts at 8 ns or more went from
-//! 1,287 to 92–186 (abc maps the CRC logic a level deeper in some runs). Every path
-//! nextpnr has left above 8 ns is 4–6 LUT levels with 1–2.7 ns routes. The worst in
-//! the last runs: `tcp_rx`'s header-field compares into its window registers (8.6 ns)
-//! and `mpa_rx`'s stage-0 CRC data matrices behind its input register (6 levels,
-//! 9.1 ns; the matrices could be split over a further stage); then the CRC loops of
-//! `mpa_rx` and `mpa_tx` (XOR matrix and the choice of update) and `packet_fifo`'s
-//! full flag behind the pointer subtractions.
+//! critical path) to pick the first of these, and by nextpnr's own post-route arrival
+//! per endpoint (`scripts/slowest-endpoints.py`) for the last.
 
 use rust_hdl::prelude::*;
 
