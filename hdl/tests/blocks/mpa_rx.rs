@@ -434,7 +434,7 @@ fn mpa_rx_segments_cut_inside_fpdus_are_length_errors() {
 fn mpa_rx_short_beat_before_the_last_is_a_length_error() {
     let (rtr, hello) = spec_fpdus();
     let segment = [hello.clone(), rtr.clone(), hello.clone(), rtr].concat();
-    let expected = reference(&[segment.clone()], u16::MAX);
+    let expected = reference(std::slice::from_ref(&segment), u16::MAX);
     let mut rng = StdRng::seed_from_u64(0x5407);
     let whole = beats(&segment, &mut rng);
     let mut flows = vec![];
