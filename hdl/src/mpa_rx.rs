@@ -81,7 +81,8 @@
 //! the last beat waits for the CRC word. Synchronous active-high `reset`.
 //!
 //! **Size and speed** (LFE5U-25F-6, out of context, `iwnic synth --block mpa_rx`):
-//! 2,529 LUT4, 1,067 FF, 140.4 MHz, i.e. 9 Gb/s at 8 bytes a cycle (the boards' ports
+//! 2,507 LUT4, 1,083 FF, 131.3 MHz (140.4 MHz in an earlier run of almost the same
+//! logic: placement moves it), i.e. 8.4 Gb/s at 8 bytes a cycle (the boards' ports
 //! are 1 Gb/s); before the input register, the raw skid, the registered `busy` and the
 //! stage-2 choice of the held beat it was 2,801 LUT4, 610 FF, 125.4 MHz, and in one
 //! stage 3,119 LUT4, 421 FF, 82.7 MHz. What took it to 125.4 MHz:
