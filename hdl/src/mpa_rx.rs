@@ -375,6 +375,9 @@ pub struct MpaRxDelineator {
     fin_keep: DFF<Bits<8>>,
     crc_failed: DFF<Bit>,
     length_failed: DFF<Bit>,
+    /// Either of the two (one flip-flop: `failed` gates the stages' advance, on the
+    /// paths into every stage-1 enable).
+    any_failed: DFF<Bit>,
     /// The output queue: four places in a ring, each data and a tag of
     /// `{good, last, keep[7:0]}` (bits 9, 8, 7:0), `queue_count` of them from
     /// `queue_head` on.
@@ -576,6 +579,7 @@ impl Default for MpaRxDelineator {
             fin_keep: Default::default(),
             crc_failed: Default::default(),
             length_failed: Default::default(),
+            any_failed: Default::default(),
             queue0_data: Default::default(),
             queue0_tag: Default::default(),
             queue1_data: Default::default(),
@@ -619,6 +623,7 @@ impl Logic for MpaRxDelineator {
             fin_keep,
             crc_failed,
             length_failed,
+            any_failed,
             queue0_data,
             queue0_tag,
             queue1_data,
@@ -656,7 +661,7 @@ impl Logic for MpaRxDelineator {
             busy_q
         );
         self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
-        self.failed.next = self.crc_failed.q.val() | self.length_failed.q.val();
+        self.failed.next = self.any_failed.q.val();
         // Stage 2 pushes at most two beats into the queue; a failed flow drops its
         // beats without waiting for the output. Stage 1 takes the stage-0 beat when
         // stage 2 is free or moves on; stage 0 loads when it is empty or taken.
@@ -1046,8 +1051,10 @@ impl Logic for MpaRxDelineator {
         if self.s2_live.val() {
             if self.crc_bad0.val() | self.crc_bad1.val() {
                 self.crc_failed.d.next = true;
+                self.any_failed.d.next = true;
             } else if self.s2_length_error.q.val() {
                 self.length_failed.d.next = true;
+                self.any_failed.d.next = true;
             }
         }
         if self.s2_advance.val() {
@@ -1124,6 +1131,7 @@ impl Logic for MpaRxDelineator {
             self.crc_state.d.next = self.crc_init.val();
             self.crc_failed.d.next = false;
             self.length_failed.d.next = false;
+            self.any_failed.d.next = false;
             self.s2_valid.d.next = false;
             self.queue_head.d.next = 0.into();
             self.queue_tail.d.next = 0.into();

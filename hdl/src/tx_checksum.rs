@@ -38,8 +38,8 @@
 //! masks) and the pairs join the accumulators in the next, so the masks are never in
 //! series with more than one adder; the last beat's lane pairs are
 //! queued beside the rest and added when the frame is popped, and its checksum fields
-//! are folded over the two cycles after (one adder each), a cycle or more before beat 3
-//! is read. The
+//! are summed and folded over the three cycles after (one adder each), ready in the
+//! cycle beat 3 can first be read. The
 //! pseudo-header's protocol is byte 23 of the frame and its length a lane registered from
 //! beat 2, summed in place of the IPv4 checksum field's lane, so the accumulators add
 //! two terms to their sum and nothing else.
@@ -251,9 +251,16 @@ pub struct TxChecksum {
     head_ip_last_hi: Signal<Local, Bits<17>>,
     head_tcp_last_lo: Signal<Local, Bits<17>>,
     head_tcp_last_hi: Signal<Local, Bits<17>>,
-    /// The frame being read: its whole sums, set when it is popped, and their folds,
-    /// the first registered (two adders in series did not fit a cycle; the fields are
-    /// still ready a cycle before beat 3 can be read).
+    /// The frame being read: its queued sums and last-beat pairs, taken when it is
+    /// popped; the whole sums a cycle later; their folds, the first registered. One
+    /// adder a cycle, none behind the pop: the fields are ready in the cycle beat 3
+    /// can first be read (4 cycles after the pop).
+    cur_ip_queued: DFF<Bits<32>>,
+    cur_ip_last_lo: DFF<Bits<17>>,
+    cur_ip_last_hi: DFF<Bits<17>>,
+    cur_tcp_queued: DFF<Bits<32>>,
+    cur_tcp_last_lo: DFF<Bits<17>>,
+    cur_tcp_last_hi: DFF<Bits<17>>,
     cur_ip_sum: DFF<Bits<32>>,
     cur_tcp_sum: DFF<Bits<32>>,
     cur_ip_fold: DFF<Bits<32>>,
@@ -357,6 +364,12 @@ impl Logic for TxChecksum {
             q1_ip_last_hi,
             q1_tcp_last_lo,
             q1_tcp_last_hi,
+            cur_ip_queued,
+            cur_ip_last_lo,
+            cur_ip_last_hi,
+            cur_tcp_queued,
+            cur_tcp_last_lo,
+            cur_tcp_last_hi,
             cur_ip_sum,
             cur_tcp_sum,
             cur_ip_fold,
@@ -592,7 +605,12 @@ impl Logic for TxChecksum {
             self.head_tcp_last_lo.next = self.q0_tcp_last_lo.q.val();
             self.head_tcp_last_hi.next = self.q0_tcp_last_hi.q.val();
         }
-        // The fields two cycles after the pop, one or more before beat 3 is read.
+        self.cur_ip_sum.d.next = self.cur_ip_queued.q.val()
+            + bit_cast::<32, 17>(self.cur_ip_last_lo.q.val())
+            + bit_cast::<32, 17>(self.cur_ip_last_hi.q.val());
+        self.cur_tcp_sum.d.next = self.cur_tcp_queued.q.val()
+            + bit_cast::<32, 17>(self.cur_tcp_last_lo.q.val())
+            + bit_cast::<32, 17>(self.cur_tcp_last_hi.q.val());
         self.cur_ip_fold.d.next =
             (self.cur_ip_sum.q.val() & 0xFFFF) + (self.cur_ip_sum.q.val() >> 16);
         self.cur_ip_fold2.next = bit_cast::<16, 32>(
@@ -736,12 +754,12 @@ impl Logic for TxChecksum {
         if self.pop.val() {
             self.cur_last_beat.d.next = self.head_last_beat.val();
             self.cur_fill.d.next = self.head_fill.val();
-            self.cur_ip_sum.d.next = self.head_ip.val()
-                + bit_cast::<32, 17>(self.head_ip_last_lo.val())
-                + bit_cast::<32, 17>(self.head_ip_last_hi.val());
-            self.cur_tcp_sum.d.next = self.head_tcp.val()
-                + bit_cast::<32, 17>(self.head_tcp_last_lo.val())
-                + bit_cast::<32, 17>(self.head_tcp_last_hi.val());
+            self.cur_ip_queued.d.next = self.head_ip.val();
+            self.cur_ip_last_lo.d.next = self.head_ip_last_lo.val();
+            self.cur_ip_last_hi.d.next = self.head_ip_last_hi.val();
+            self.cur_tcp_queued.d.next = self.head_tcp.val();
+            self.cur_tcp_last_lo.d.next = self.head_tcp_last_lo.val();
+            self.cur_tcp_last_hi.d.next = self.head_tcp_last_hi.val();
             if self.pop_sel.q.val() {
                 self.q1_valid.d.next = false;
             } else {
