@@ -157,9 +157,9 @@
 //!   output enables); the replay's read enable starts at delivery-state flags;
 //! - no adder in series with another or with a compare where one would do:
 //!   `tx_checksum` sums a beat's lanes in pairs, compares the beat read with the
-//!   frame's last index, and
-//!   compares beat indices in 8 bits; `packet_fifo` compares with `depth - 1`;
-//!   `mpa_rx` computes `body0 - 1` from the length directly;
+//!   frame's last index, and compares beat indices in 8 bits; `packet_fifo` tests
+//!   its pointers for full with XORs (no subtraction); `mpa_rx` computes `body0 - 1`
+//!   from the length directly;
 //! - the flow table's lookup bucket hashed when a frame is held and held beside it
 //!   (the fold was in front of the RAMs' address, 4 levels and a 2.2 ns route), its
 //!   command bucket hashed from the registered tuple (state `Hash`), its RAMs' read
@@ -168,7 +168,8 @@
 //!   1's), and `mpa_rx`'s CRC loop choosing between one update and restarts; `mpa_tx`
 //!   registers both CRC fields a frame can end with;
 //! - `tcp_rx`'s payload window in one adder; `tx_checksum` sums the pseudo-header
-//!   from the frame's own lanes and folds its fields over two cycles; a rewritten
+//!   from the frame's own lanes and sums and folds its fields over three cycles, no
+//!   adder behind the pop; `mpa_rx` keeps its failed state in one flip-flop; a rewritten
 //!   tuple compared in eighths; the ULPDU limit in one subtraction;
 //! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
 //!   the queue's own flags, selects the held last beat in stage 2 and keeps

@@ -120,17 +120,27 @@ pub struct PacketFifo<const ADDR_BITS: usize> {
     /// Packets dropped because they were longer than the FIFO.
     pub packets_dropped_full: Signal<Out, Bits<32>>,
     ram: OutputRegisteredRam<Bits<WORD_BITS>, ADDR_BITS>,
-    /// 2^`ADDR_BITS`, as a pointer difference.
+    /// 2^`ADDR_BITS` (bit `ADDR_BITS` of a pointer), 2^`ADDR_BITS` - 1 (a pointer's
+    /// RAM address bits) and both.
     depth: Constant<Bits<PTR_BITS>>,
-    /// 2^`ADDR_BITS` - 1: `x + 1 == depth` is compared as `x == depth_less1`, no adder
-    /// in series with the subtraction that makes `x`.
-    depth_less1: Constant<Bits<PTR_BITS>>,
-    /// Beats in the RAM: `wr - rd`.
-    used: Signal<Local, Bits<PTR_BITS>>,
-    /// Beats of the packet being written: `wr - commit`.
-    pending_beats: Signal<Local, Bits<PTR_BITS>>,
-    /// Slots of the committed packets still in the RAM.
-    committed_beats: Signal<Local, Bits<PTR_BITS>>,
+    address_bits: Constant<Bits<PTR_BITS>>,
+    wrap_bits: Constant<Bits<PTR_BITS>>,
+    /// The pointer differences compared with the depth without a subtraction: the
+    /// invariant keeps each difference `b - a` within `0..=2^ADDR_BITS`, so it is
+    /// 2^`ADDR_BITS` exactly when `a` and `b` have the same RAM address and differ in
+    /// bit `ADDR_BITS`, and 2^`ADDR_BITS` - 1 exactly when `b` has the address of
+    /// `a - 1`, kept in a register beside `a` (`rd_less1`, `commit_less1`). XORs and
+    /// compares, no carry chain in front of `full` and `too_long`.
+    /// `wr - rd` (beats in the RAM) is the depth / the depth - 1.
+    used_full: Signal<Local, Bit>,
+    used_full_less1: Signal<Local, Bit>,
+    /// `wr - commit` (beats of the packet being written) is the depth / the depth - 1.
+    pending_full: Signal<Local, Bit>,
+    pending_full_less1: Signal<Local, Bit>,
+    /// `commit - rd` (slots of the committed packets still in the RAM) is the depth.
+    committed_full: Signal<Local, Bit>,
+    rd_less1: DFF<Bits<PTR_BITS>>,
+    commit_less1: DFF<Bits<PTR_BITS>>,
     /// The write pointer returns to `commit` / moves `commit` this cycle.
     rolling_back: Signal<Local, Bit>,
     committing: Signal<Local, Bit>,
@@ -199,12 +209,17 @@ impl<const ADDR_BITS: usize> Default for PacketFifo<ADDR_BITS> {
             packets_dropped_full: Default::default(),
             ram: Default::default(),
             depth: Constant::new((1_u64 << ADDR_BITS).into()),
-            depth_less1: Constant::new(((1_u64 << ADDR_BITS) - 1).into()),
-            used: Default::default(),
-            committed_beats: Default::default(),
+            address_bits: Constant::new(((1_u64 << ADDR_BITS) - 1).into()),
+            wrap_bits: Constant::new(((2_u64 << ADDR_BITS) - 1).into()),
+            used_full: Default::default(),
+            used_full_less1: Default::default(),
+            pending_full: Default::default(),
+            pending_full_less1: Default::default(),
+            committed_full: Default::default(),
+            rd_less1: Default::default(),
+            commit_less1: Default::default(),
             rolling_back: Default::default(),
             committing: Default::default(),
-            pending_beats: Default::default(),
             full: Default::default(),
             too_long: Default::default(),
             take: Default::default(),
@@ -239,6 +254,8 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
             wr,
             commit,
             rd,
+            commit_less1,
+            rd_less1,
             mid,
             tag,
             dropping,
@@ -255,9 +272,16 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
         self.ram.clock.next = self.clock.val();
 
         // Write side.
-        self.used.next = self.wr.q.val() - self.rd.q.val();
-        self.pending_beats.next = self.wr.q.val() - self.commit.q.val();
-        self.committed_beats.next = self.commit.q.val() - self.rd.q.val();
+        self.used_full.next =
+            ((self.wr.q.val() ^ self.rd.q.val()) & self.wrap_bits.val()) == self.depth.val();
+        self.used_full_less1.next =
+            ((self.wr.q.val() ^ self.rd_less1.q.val()) & self.address_bits.val()) == 0;
+        self.pending_full.next =
+            ((self.wr.q.val() ^ self.commit.q.val()) & self.wrap_bits.val()) == self.depth.val();
+        self.pending_full_less1.next =
+            ((self.wr.q.val() ^ self.commit_less1.q.val()) & self.address_bits.val()) == 0;
+        self.committed_full.next =
+            ((self.commit.q.val() ^ self.rd.q.val()) & self.wrap_bits.val()) == self.depth.val();
         self.rolling_back.next = false;
         self.committing.next = false;
         self.in_ready.next = (self.dropping.q.val() | !self.full.q.val() | self.too_long.q.val())
@@ -299,6 +323,7 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
                 if self.in_last.val() {
                     if self.in_good.val() {
                         self.commit.d.next = self.wr_next.val();
+                        self.commit_less1.d.next = self.wr.q.val();
                         self.committing.next = true;
                         self.committed.d.next = self.committed.q.val() + 1;
                     } else {
@@ -326,6 +351,7 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
         self.ram.output_enable.next = self.cap_load.val();
         if self.issue.val() {
             self.rd.d.next = self.rd.q.val() + 1;
+            self.rd_less1.d.next = self.rd.q.val();
             self.in_flight.d.next = true;
         } else if self.cap_load.val() {
             self.in_flight.d.next = false;
@@ -342,6 +368,8 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
             self.wr.d.next = 0_u64.into();
             self.commit.d.next = 0_u64.into();
             self.rd.d.next = 0_u64.into();
+            self.commit_less1.d.next = 0xFFFF_u64.into();
+            self.rd_less1.d.next = 0xFFFF_u64.into();
             self.mid.d.next = false;
             self.dropping.d.next = false;
             self.in_flight.d.next = false;
@@ -355,19 +383,19 @@ impl<const ADDR_BITS: usize> Logic for PacketFifo<ADDR_BITS> {
         // a write (+1 to both, unless it commits), a read (-1 to `wr - rd`) and a
         // roll-back (`wr` back to `commit`).
         if self.rolling_back.val() {
-            self.full.d.next = (self.committed_beats.val() == self.depth.val()) & !self.issue.val();
+            self.full.d.next = self.committed_full.val() & !self.issue.val();
         } else if self.ram.write_enable.val() {
-            self.full.d.next = (self.issue.val() & (self.used.val() == self.depth.val()))
-                | (!self.issue.val() & (self.used.val() == self.depth_less1.val()));
+            self.full.d.next = (self.issue.val() & self.used_full.val())
+                | (!self.issue.val() & self.used_full_less1.val());
         } else {
-            self.full.d.next = !self.issue.val() & (self.used.val() == self.depth.val());
+            self.full.d.next = !self.issue.val() & self.used_full.val();
         }
         if self.rolling_back.val() | self.committing.val() {
             self.too_long.d.next = false;
         } else if self.ram.write_enable.val() {
-            self.too_long.d.next = self.pending_beats.val() == self.depth_less1.val();
+            self.too_long.d.next = self.pending_full_less1.val();
         } else {
-            self.too_long.d.next = self.pending_beats.val() == self.depth.val();
+            self.too_long.d.next = self.pending_full.val();
         }
         if self.reset.val() {
             self.full.d.next = false;

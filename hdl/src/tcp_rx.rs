@@ -618,6 +618,14 @@ impl Logic for TcpRxParser {
             self.out_valid.d.next = false;
             self.closing.d.next = self.take.val() & self.frame_last.val();
             self.deciding.d.next = self.closing.q.val();
+            // The output register's data loads whenever it moves, with the payload
+            // window or (below) the last beat: a beat that does not go out leaves it
+            // not valid, so what it holds then does not matter, and its 70-odd
+            // enables stay off the beat's handshake.
+            self.out_data.d.next = self.payload_window.val();
+            self.out_keep.d.next = 0xFF.into();
+            self.out_last.d.next = false;
+            self.out_good.d.next = false;
         }
         if self.take.val() {
             self.carry.d.next = self.frame_data.val();
@@ -699,10 +707,6 @@ impl Logic for TcpRxParser {
             // Payload windows: all but the last go out as they complete; the last waits
             // for the verdict. Which the next beat completes is decided now.
             if self.window_out.q.val() & self.header_ok.val() {
-                self.out_data.d.next = self.payload_window.val();
-                self.out_keep.d.next = 0xFF.into();
-                self.out_last.d.next = false;
-                self.out_good.d.next = false;
                 self.out_valid.d.next = true;
                 self.out_started.d.next = true;
             }
