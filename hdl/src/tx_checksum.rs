@@ -647,30 +647,39 @@ impl Logic for TxChecksum {
                     (bit_cast::<17, 8>(self.beat_tcp_len.val().get_bits::<8>(0)) << 8)
                         | bit_cast::<17, 8>(self.beat_tcp_len.val().get_bits::<8>(8));
             }
+            // The next queue entry, when free, takes every beat's figures, so that on
+            // the last beat it holds the frame's: an entry that is not valid holds
+            // nothing that matters, and its 150-odd enables stay off the commit
+            // decision. (A valid entry is never written: while an oversized frame's
+            // excess is discarded, beats are taken with both entries full.)
+            if self.push_sel.q.val() & !self.q1_valid.q.val() {
+                self.q1_last_beat.d.next = self.wr_beat.q.val();
+                self.q1_fill.d.next = self.fill.val();
+                self.q1_ip.d.next = self.ip_total.val();
+                self.q1_tcp.d.next = self.tcp_total.val();
+                self.q1_ip_last_lo.d.next = self.ip_beat_lo.val();
+                self.q1_ip_last_hi.d.next = self.ip_beat_hi.val();
+                self.q1_tcp_last_lo.d.next = self.tcp_beat_lo.val();
+                self.q1_tcp_last_hi.d.next = self.tcp_beat_hi.val();
+            }
+            if !self.push_sel.q.val() & !self.q0_valid.q.val() {
+                self.q0_last_beat.d.next = self.wr_beat.q.val();
+                self.q0_fill.d.next = self.fill.val();
+                self.q0_ip.d.next = self.ip_total.val();
+                self.q0_tcp.d.next = self.tcp_total.val();
+                self.q0_ip_last_lo.d.next = self.ip_beat_lo.val();
+                self.q0_ip_last_hi.d.next = self.ip_beat_hi.val();
+                self.q0_tcp_last_lo.d.next = self.tcp_beat_lo.val();
+                self.q0_tcp_last_hi.d.next = self.tcp_beat_hi.val();
+            }
             if self.in_last.val() {
                 if self.commit.val() {
                     // The last beat was written: the frame is complete in the ring.
                     self.frame_start.d.next = self.wr_next.val();
                     if self.push_sel.q.val() {
                         self.q1_valid.d.next = true;
-                        self.q1_last_beat.d.next = self.wr_beat.q.val();
-                        self.q1_fill.d.next = self.fill.val();
-                        self.q1_ip.d.next = self.ip_total.val();
-                        self.q1_tcp.d.next = self.tcp_total.val();
-                        self.q1_ip_last_lo.d.next = self.ip_beat_lo.val();
-                        self.q1_ip_last_hi.d.next = self.ip_beat_hi.val();
-                        self.q1_tcp_last_lo.d.next = self.tcp_beat_lo.val();
-                        self.q1_tcp_last_hi.d.next = self.tcp_beat_hi.val();
                     } else {
                         self.q0_valid.d.next = true;
-                        self.q0_last_beat.d.next = self.wr_beat.q.val();
-                        self.q0_fill.d.next = self.fill.val();
-                        self.q0_ip.d.next = self.ip_total.val();
-                        self.q0_tcp.d.next = self.tcp_total.val();
-                        self.q0_ip_last_lo.d.next = self.ip_beat_lo.val();
-                        self.q0_ip_last_hi.d.next = self.ip_beat_hi.val();
-                        self.q0_tcp_last_lo.d.next = self.tcp_beat_lo.val();
-                        self.q0_tcp_last_hi.d.next = self.tcp_beat_hi.val();
                     }
                     self.push_sel.d.next = !self.push_sel.q.val();
                     if self.fill.val() {
