@@ -122,17 +122,14 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz) on the last code: 11,677 LUT4, 9,161 FF, 43 of 56 DP16KD,
-//! 112.8 MHz, below the 125 MHz target. The same flow measured 116.2 MHz at the start
-//! of this round and 118.8–122.0 MHz on the steps between; the netlist one step
-//! before the last gave 120.0 MHz, and with nextpnr's `--placer-heap-timingweight 20`
-//! 129.5, 117.9 and 121.1 MHz on seeds 1, 2 and 3. So the placement moves the result by
-//! ±5 %, and the tail of slow endpoints is now thin: nextpnr's detailed timing
-//! (`scripts/slowest-endpoints.py`) puts 56 of ~18,400 endpoints at 7.5 ns or later
-//! and 6 at 8 ns or later. They are 4–6 LUT levels with 1.5–2.1 ns routes: `mpa_rx`'s
-//! failed flags through its stage-2 advance into the stage-1 registers, `tcp_rx`'s beat
-//! take (fanned out to every parser register) into its output valid, `tx_checksum`'s
-//! pop, the packet FIFOs' full flags.
+//! asked for 125 MHz): 12,052 LUT4, 9,330 FF, 43 of 56 DP16KD, 127.3 MHz; with nextpnr's
+//! placement seeds 2 and 3 the same netlist gives 123.7 and 127.3 MHz.
+//! This round started at 116.2 MHz; its steps measured 112.8–122.0 MHz, moving by
+//! ±5 % with the placement as long as dozens of paths sat within half a nanosecond of
+//! the worst. By nextpnr's detailed timing (`scripts/slowest-endpoints.py`) 4 of
+//! ~18,600 endpoints now arrive at 7.5 ns or later (56 at 112.8 MHz, four steps
+//! before) and none at 8 ns: `mpa_rx`'s queue tags behind the CRC verdicts, a context
+//! write, `mpa_rx`'s failed flag.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
@@ -171,6 +168,9 @@
 //!   from the frame's own lanes and sums and folds its fields over three cycles, no
 //!   adder behind the pop; `mpa_rx` keeps its failed state in one flip-flop; a rewritten
 //!   tuple compared in eighths; the ULPDU limit in one subtraction;
+//! - enables off the handshakes where a register's content does not matter until a
+//!   valid flag says so: `tcp_rx`'s output data loads whenever the output moves,
+//!   `tx_checksum`'s free queue entry on every beat;
 //! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
 //!   the queue's own flags, selects the held last beat in stage 2 and keeps
 //!   `out_left > 8` as a flag; `tcp_rx` sets a frame's output bits from one accepted

