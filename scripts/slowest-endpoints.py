@@ -3,8 +3,9 @@
 
 nextpnr's report names one critical path; with many paths within a few hundred
 picoseconds of it, fixing that one only moves the report to the next. This reads the
-per-net timing nextpnr writes with `--detailed-timing-report` and lists every
-flip-flop and block-RAM input whose latest arrival is above a threshold, grouped by
+per-net timing nextpnr writes with `--detailed-timing-report` (whose endpoints are
+the flip-flop and block-RAM inputs) and lists every one whose latest arrival is above
+a threshold, grouped by
 register (the name before `.q_` / `$q_`), slowest first. (Arrival only: add the
 endpoint's setup, about 0.1 ns for a flip-flop and 0.3 ns for a DP16KD enable, for
 the path delay nextpnr's Fmax is based on.)
@@ -22,9 +23,6 @@ import collections
 import json
 import re
 
-COMBINATIONAL_PORTS = {'A', 'B', 'C', 'D', 'A0', 'B0', 'C0', 'D0', 'A1', 'B1', 'C1', 'D1', 'FCI'}
-COMBINATIONAL_CELL = re.compile(r'(LUT4|PFUMX|L6MUX21|CCU2C)[^.]*$')
-
 
 def main():
     ap = argparse.ArgumentParser()
@@ -37,11 +35,6 @@ def main():
     arrival = {}
     for net in report['detailed_net_timings']:
         for endpoint in net['endpoints']:
-            # Sinks inside paths (LUT, carry and wide-mux inputs) are not endpoints.
-            if endpoint['port'] in COMBINATIONAL_PORTS or COMBINATIONAL_CELL.search(
-                endpoint['cell']
-            ):
-                continue
             delay = endpoint['delay']
             latest = max(delay) if isinstance(delay, list) else delay
             key = (endpoint['cell'], endpoint['port'])

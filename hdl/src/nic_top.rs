@@ -575,6 +575,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// valid in CmdAct, registered from the context in CmdCheck), and so a context
     /// write command rewrites the flow it names, which has failed.
     tuple_same: DFF<Bits<8>>,
+    tuple_diff: Signal<Local, Bits<96>>,
     rewrite_keeps_failed: Signal<Local, Bit>,
     /// In RxLookup: the frame is for this NIC and its lookup waits for the table.
     lookup_request: DFF<Bit>,
@@ -1139,45 +1140,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // is compared in eighths, registered: two LUT levels each behind the RAM's
         // route (one 96-bit compare did not fit a cycle, nor did quarters in the full
         // design).
-        self.tuple_same.d.next = bit_cast::<8, 1>(
-            (self.ctx_tuple.read_data.val().get_bits::<12>(0)
-                == self.w_tuple.q.val().get_bits::<12>(0))
-            .into(),
-        ) | (bit_cast::<8, 1>(
-            (self.ctx_tuple.read_data.val().get_bits::<12>(12)
-                == self.w_tuple.q.val().get_bits::<12>(12))
-            .into(),
-        ) << 1)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(24)
-                    == self.w_tuple.q.val().get_bits::<12>(24))
-                .into(),
-            ) << 2)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(36)
-                    == self.w_tuple.q.val().get_bits::<12>(36))
-                .into(),
-            ) << 3)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(48)
-                    == self.w_tuple.q.val().get_bits::<12>(48))
-                .into(),
-            ) << 4)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(60)
-                    == self.w_tuple.q.val().get_bits::<12>(60))
-                .into(),
-            ) << 5)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(72)
-                    == self.w_tuple.q.val().get_bits::<12>(72))
-                .into(),
-            ) << 6)
-            | (bit_cast::<8, 1>(
-                (self.ctx_tuple.read_data.val().get_bits::<12>(84)
-                    == self.w_tuple.q.val().get_bits::<12>(84))
-                .into(),
-            ) << 7);
+        self.tuple_diff.next = self.ctx_tuple.read_data.val() ^ self.w_tuple.q.val();
+        self.tuple_same.d.next =
+            bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(0).any()).into())
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(12).any()).into()) << 1)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(24).any()).into()) << 2)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(36).any()).into()) << 3)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(48).any()).into()) << 4)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(60).any()).into()) << 5)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(72).any()).into()) << 6)
+                | (bit_cast::<8, 1>((!self.tuple_diff.val().get_bits::<12>(84).any()).into()) << 7);
         self.rewrite_keeps_failed.next =
             self.flow_valid.q.val() & self.flow_failed.q.val() & (self.tuple_same.q.val() == 0xFF);
         if self.w_seg_flags.q.val().get_bit(4) {
