@@ -40,7 +40,7 @@
 //!    latches);
 //! 2. the ways' entries into the RAMs' output registers;
 //! 3. the entries into fetch registers in the fabric;
-//! 4. compare each way with the tuple, in halves; register the eight half-match bits,
+//! 4. compare each way with the tuple, in quarters; register the sixteen quarter-match bits,
 //!    the ways' indices and their valid bits;
 //! 5. select the matching way's index into the result registers.
 //!
@@ -266,17 +266,15 @@ pub struct FlowTable<const SET_BITS: usize> {
     /// A write lands in a way this cycle (the ways' write ports are registered, so the
     /// logic choosing a write and the route into the block RAM each have a cycle).
     writing: Signal<Local, Bit>,
-    s3_match_low0: DFF<Bit>,
-    s3_match_high0: DFF<Bit>,
+    /// Way 0's quarters of the tuple match (bit i: bits 24i..24i+24; bit 0 also
+    /// needs the way in use).
+    s3_match_quarters0: DFF<Bits<4>>,
     match0: Signal<Local, Bit>,
-    s3_match_low1: DFF<Bit>,
-    s3_match_high1: DFF<Bit>,
+    s3_match_quarters1: DFF<Bits<4>>,
     match1: Signal<Local, Bit>,
-    s3_match_low2: DFF<Bit>,
-    s3_match_high2: DFF<Bit>,
+    s3_match_quarters2: DFF<Bits<4>>,
     match2: Signal<Local, Bit>,
-    s3_match_low3: DFF<Bit>,
-    s3_match_high3: DFF<Bit>,
+    s3_match_quarters3: DFF<Bits<4>>,
     match3: Signal<Local, Bit>,
     s3_index0: DFF<Bits<16>>,
     s3_index1: DFF<Bits<16>>,
@@ -360,17 +358,13 @@ impl<const SET_BITS: usize> Default for FlowTable<SET_BITS> {
             s3_valid: Default::default(),
             s3_set: Default::default(),
             writing: Default::default(),
-            s3_match_low0: Default::default(),
-            s3_match_high0: Default::default(),
+            s3_match_quarters0: Default::default(),
             match0: Default::default(),
-            s3_match_low1: Default::default(),
-            s3_match_high1: Default::default(),
+            s3_match_quarters1: Default::default(),
             match1: Default::default(),
-            s3_match_low2: Default::default(),
-            s3_match_high2: Default::default(),
+            s3_match_quarters2: Default::default(),
             match2: Default::default(),
-            s3_match_low3: Default::default(),
-            s3_match_high3: Default::default(),
+            s3_match_quarters3: Default::default(),
             match3: Default::default(),
             s3_index0: Default::default(),
             s3_index1: Default::default(),
@@ -419,14 +413,10 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
             f_way3,
             s3_valid,
             s3_set,
-            s3_match_low0,
-            s3_match_high0,
-            s3_match_low1,
-            s3_match_high1,
-            s3_match_low2,
-            s3_match_high2,
-            s3_match_low3,
-            s3_match_high3,
+            s3_match_quarters0,
+            s3_match_quarters1,
+            s3_match_quarters2,
+            s3_match_quarters3,
             s3_index0,
             s3_index1,
             s3_index2,
@@ -523,22 +513,74 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         // Stage 4: compare the ways with the tuple read for.
         self.s3_valid.d.next = self.f_valid.q.val();
         self.s3_set.d.next = self.f_set.q.val();
-        self.s3_match_low0.d.next = self.f_way0.q.val().get_bit(112)
-            & (self.f_way0.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high0.d.next =
-            self.f_way0.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low1.d.next = self.f_way1.q.val().get_bit(112)
-            & (self.f_way1.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high1.d.next =
-            self.f_way1.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low2.d.next = self.f_way2.q.val().get_bit(112)
-            & (self.f_way2.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high2.d.next =
-            self.f_way2.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
-        self.s3_match_low3.d.next = self.f_way3.q.val().get_bit(112)
-            & (self.f_way3.q.val().get_bits::<48>(0) == self.f_tuple.q.val().get_bits::<48>(0));
-        self.s3_match_high3.d.next =
-            self.f_way3.q.val().get_bits::<48>(48) == self.f_tuple.q.val().get_bits::<48>(48);
+        self.s3_match_quarters0.d.next = bit_cast::<4, 1>(
+            (self.f_way0.q.val().get_bit(112)
+                & (self.f_way0.q.val().get_bits::<24>(0)
+                    == self.f_tuple.q.val().get_bits::<24>(0)))
+            .into(),
+        ) | (bit_cast::<4, 1>(
+            (self.f_way0.q.val().get_bits::<24>(24) == self.f_tuple.q.val().get_bits::<24>(24))
+                .into(),
+        ) << 1)
+            | (bit_cast::<4, 1>(
+                (self.f_way0.q.val().get_bits::<24>(48) == self.f_tuple.q.val().get_bits::<24>(48))
+                    .into(),
+            ) << 2)
+            | (bit_cast::<4, 1>(
+                (self.f_way0.q.val().get_bits::<24>(72) == self.f_tuple.q.val().get_bits::<24>(72))
+                    .into(),
+            ) << 3);
+        self.s3_match_quarters1.d.next = bit_cast::<4, 1>(
+            (self.f_way1.q.val().get_bit(112)
+                & (self.f_way1.q.val().get_bits::<24>(0)
+                    == self.f_tuple.q.val().get_bits::<24>(0)))
+            .into(),
+        ) | (bit_cast::<4, 1>(
+            (self.f_way1.q.val().get_bits::<24>(24) == self.f_tuple.q.val().get_bits::<24>(24))
+                .into(),
+        ) << 1)
+            | (bit_cast::<4, 1>(
+                (self.f_way1.q.val().get_bits::<24>(48) == self.f_tuple.q.val().get_bits::<24>(48))
+                    .into(),
+            ) << 2)
+            | (bit_cast::<4, 1>(
+                (self.f_way1.q.val().get_bits::<24>(72) == self.f_tuple.q.val().get_bits::<24>(72))
+                    .into(),
+            ) << 3);
+        self.s3_match_quarters2.d.next = bit_cast::<4, 1>(
+            (self.f_way2.q.val().get_bit(112)
+                & (self.f_way2.q.val().get_bits::<24>(0)
+                    == self.f_tuple.q.val().get_bits::<24>(0)))
+            .into(),
+        ) | (bit_cast::<4, 1>(
+            (self.f_way2.q.val().get_bits::<24>(24) == self.f_tuple.q.val().get_bits::<24>(24))
+                .into(),
+        ) << 1)
+            | (bit_cast::<4, 1>(
+                (self.f_way2.q.val().get_bits::<24>(48) == self.f_tuple.q.val().get_bits::<24>(48))
+                    .into(),
+            ) << 2)
+            | (bit_cast::<4, 1>(
+                (self.f_way2.q.val().get_bits::<24>(72) == self.f_tuple.q.val().get_bits::<24>(72))
+                    .into(),
+            ) << 3);
+        self.s3_match_quarters3.d.next = bit_cast::<4, 1>(
+            (self.f_way3.q.val().get_bit(112)
+                & (self.f_way3.q.val().get_bits::<24>(0)
+                    == self.f_tuple.q.val().get_bits::<24>(0)))
+            .into(),
+        ) | (bit_cast::<4, 1>(
+            (self.f_way3.q.val().get_bits::<24>(24) == self.f_tuple.q.val().get_bits::<24>(24))
+                .into(),
+        ) << 1)
+            | (bit_cast::<4, 1>(
+                (self.f_way3.q.val().get_bits::<24>(48) == self.f_tuple.q.val().get_bits::<24>(48))
+                    .into(),
+            ) << 2)
+            | (bit_cast::<4, 1>(
+                (self.f_way3.q.val().get_bits::<24>(72) == self.f_tuple.q.val().get_bits::<24>(72))
+                    .into(),
+            ) << 3);
         self.s3_index0.d.next = self.f_way0.q.val().get_bits::<16>(96);
         self.s3_index1.d.next = self.f_way1.q.val().get_bits::<16>(96);
         self.s3_index2.d.next = self.f_way2.q.val().get_bits::<16>(96);
@@ -548,12 +590,13 @@ impl<const SET_BITS: usize> Logic for FlowTable<SET_BITS> {
         self.s3_used2.d.next = self.f_way2.q.val().get_bit(112);
         self.s3_used3.d.next = self.f_way3.q.val().get_bit(112);
 
-        // Stage 5: select the matching way's index. (Stage 3 compares each half of the
-        // tuple on its own: one 96-bit compare behind the RAMs' route did not fit 8 ns.)
-        self.match0.next = self.s3_match_low0.q.val() & self.s3_match_high0.q.val();
-        self.match1.next = self.s3_match_low1.q.val() & self.s3_match_high1.q.val();
-        self.match2.next = self.s3_match_low2.q.val() & self.s3_match_high2.q.val();
-        self.match3.next = self.s3_match_low3.q.val() & self.s3_match_high3.q.val();
+        // Stage 5: select the matching way's index. (Stage 3 compares each quarter of
+        // the tuple on its own: one 96-bit compare behind the RAMs' route did not fit 8
+        // ns, nor, in `nic_top`, two 48-bit ones behind the tuple's fan-out to the ways.)
+        self.match0.next = self.s3_match_quarters0.q.val().all();
+        self.match1.next = self.s3_match_quarters1.q.val().all();
+        self.match2.next = self.s3_match_quarters2.q.val().all();
+        self.match3.next = self.s3_match_quarters3.q.val().all();
         self.any_match.next =
             self.match0.val() | self.match1.val() | self.match2.val() | self.match3.val();
         self.res_valid.d.next = self.s3_valid.q.val();

@@ -175,11 +175,11 @@ pub struct MpaRxDelineator {
     /// stage 1 takes its beat.
     s0_load: Signal<Local, Bit>,
     s0_valid: DFF<Bit>,
-    /// Stage 0's registers, packed (255 bits; and `s0_both_w1`): the fields below are
+    /// Stage 0's registers, packed (271 bits; and `s0_both_w1`): the fields below are
     /// read from it.
-    s0_word: DFF<Bits<255>>,
+    s0_word: DFF<Bits<271>>,
     /// The input beat decoded (what stage 0 would register).
-    in_word: Signal<Local, Bits<255>>,
+    in_word: Signal<Local, Bits<271>>,
     in_w0_valid: Signal<Local, Bit>,
     in_w1_valid: Signal<Local, Bit>,
     in_partial: Signal<Local, Bit>,
@@ -196,6 +196,14 @@ pub struct MpaRxDelineator {
     in_len1_over: Signal<Local, Bit>,
     in_len0_zero: Signal<Local, Bit>,
     in_len1_zero: Signal<Local, Bit>,
+    /// `keep` of the last output beat of a ULPDU of `in_len0` / `in_len1` bytes: all
+    /// ones shifted right by `-len mod 8` (none for an empty ULPDU).
+    in_keep0_shift: Signal<Local, Bits<3>>,
+    in_keep1_shift: Signal<Local, Bits<3>>,
+    in_keep0: Signal<Local, Bits<8>>,
+    in_keep1: Signal<Local, Bits<8>>,
+    in_len0_gt8: Signal<Local, Bit>,
+    in_len1_gt8: Signal<Local, Bit>,
     in_take: Signal<Local, Bit>,
     /// The input register: the beat as it arrived, decoded from here into stage 0, so
     /// nothing of the source's clock-to-out (a block RAM's, in `nic_top`) is in series
@@ -224,9 +232,12 @@ pub struct MpaRxDelineator {
     /// That length is above `max_ulpdu_len`.
     len0_over: Signal<Local, Bit>,
     len1_over: Signal<Local, Bit>,
-    /// That length is 0.
-    len0_zero: Signal<Local, Bit>,
-    len1_zero: Signal<Local, Bit>,
+    /// The `keep` of the last output beat of a ULPDU of that length.
+    keep0: Signal<Local, Bits<8>>,
+    keep1: Signal<Local, Bits<8>>,
+    /// That length is above 8 (the ULPDU takes more than one output beat).
+    len0_gt8: Signal<Local, Bit>,
+    len1_gt8: Signal<Local, Bit>,
     /// The stage-0 beat is taken and processed this cycle (taken beats of a failed flow
     /// are dropped).
     take: Signal<Local, Bit>,
@@ -269,6 +280,8 @@ pub struct MpaRxDelineator {
     hdr_here: Signal<Local, Bit>,
     hdr_at_w1: Signal<Local, Bit>,
     hdr_len: Signal<Local, Bits<16>>,
+    /// `hdr_len` is above 8.
+    hdr_gt8: Signal<Local, Bit>,
     /// The `keep` of the last output beat of a ULPDU of `hdr_len` bytes.
     hdr_keep: Signal<Local, Bits<8>>,
     /// The last covered word of the FPDU is word 0 / word 1 of this beat: all of its
@@ -476,14 +489,22 @@ impl Default for MpaRxDelineator {
             in_len1_over: Default::default(),
             in_len0_zero: Default::default(),
             in_len1_zero: Default::default(),
+            in_keep0_shift: Default::default(),
+            in_keep1_shift: Default::default(),
+            in_keep0: Default::default(),
+            in_keep1: Default::default(),
+            in_len0_gt8: Default::default(),
+            in_len1_gt8: Default::default(),
             s0_data: Default::default(),
             s0_last: Default::default(),
             in_len0: Default::default(),
             in_len1: Default::default(),
             len0_over: Default::default(),
             len1_over: Default::default(),
-            len0_zero: Default::default(),
-            len1_zero: Default::default(),
+            keep0: Default::default(),
+            keep1: Default::default(),
+            len0_gt8: Default::default(),
+            len1_gt8: Default::default(),
             take: Default::default(),
             w0_valid: Default::default(),
             w1_valid: Default::default(),
@@ -511,6 +532,7 @@ impl Default for MpaRxDelineator {
             hdr_here: Default::default(),
             hdr_at_w1: Default::default(),
             hdr_len: Default::default(),
+            hdr_gt8: Default::default(),
             hdr_keep: Default::default(),
             complete0: Default::default(),
             complete1: Default::default(),
@@ -721,30 +743,45 @@ impl Logic for MpaRxDelineator {
         self.in_len1_over.next = self.in_len1.val() > self.max_ulpdu_len.val();
         self.in_len0_zero.next = self.in_len0.val() == 0;
         self.in_len1_zero.next = self.in_len1.val() == 0;
-        self.in_word.next = bit_cast::<255, 32>(self.crc_data_both_w0.next_state.val())
-            | (bit_cast::<255, 32>(self.crc_data_low.next_state.val()) << 32)
-            | (bit_cast::<255, 32>(self.crc_data_high.next_state.val()) << 64)
-            | (bit_cast::<255, 64>(self.in_q_data.q.val()) << 96)
-            | (bit_cast::<255, 16>(self.in_len0.val()) << 160)
-            | (bit_cast::<255, 16>(self.in_len1.val()) << 176)
-            | (bit_cast::<255, 16>(self.in_body0.val()) << 192)
-            | (bit_cast::<255, 16>(self.in_body0_less1.val()) << 208)
-            | (bit_cast::<255, 16>(self.in_body1.val()) << 224)
-            | (bit_cast::<255, 1>(self.in_q_last.q.val().into()) << 240)
-            | (bit_cast::<255, 1>(self.in_w0_valid.val().into()) << 241)
-            | (bit_cast::<255, 1>(self.in_w1_valid.val().into()) << 242)
-            | (bit_cast::<255, 1>(self.in_partial.val().into()) << 243)
-            | (bit_cast::<255, 1>(self.in_len0_body0.val().into()) << 244)
-            | (bit_cast::<255, 1>(self.in_len0_body1.val().into()) << 245)
-            | (bit_cast::<255, 1>(self.in_len0_body2.val().into()) << 246)
-            | (bit_cast::<255, 1>(self.in_len0_body3.val().into()) << 247)
-            | (bit_cast::<255, 1>(self.in_len1_body0.val().into()) << 248)
-            | (bit_cast::<255, 1>(self.in_len1_body1.val().into()) << 249)
-            | (bit_cast::<255, 1>(self.in_len1_body2.val().into()) << 250)
-            | (bit_cast::<255, 1>(self.in_len0_over.val().into()) << 251)
-            | (bit_cast::<255, 1>(self.in_len1_over.val().into()) << 252)
-            | (bit_cast::<255, 1>(self.in_len0_zero.val().into()) << 253)
-            | (bit_cast::<255, 1>(self.in_len1_zero.val().into()) << 254);
+        // (A 3-bit signal: the negation wraps there, whatever width the Verilog sums in.)
+        self.in_keep0_shift.next = !self.in_len0.val().get_bits::<3>(0) + 1;
+        self.in_keep1_shift.next = !self.in_len1.val().get_bits::<3>(0) + 1;
+        self.in_len0_gt8.next = self.in_len0.val() > 8;
+        self.in_len1_gt8.next = self.in_len1.val() > 8;
+        self.in_keep0.next = self.keep_all.val() >> self.in_keep0_shift.val();
+        if self.in_len0_zero.val() {
+            self.in_keep0.next = self.keep_none.val();
+        }
+        self.in_keep1.next = self.keep_all.val() >> self.in_keep1_shift.val();
+        if self.in_len1_zero.val() {
+            self.in_keep1.next = self.keep_none.val();
+        }
+        self.in_word.next = bit_cast::<271, 32>(self.crc_data_both_w0.next_state.val())
+            | (bit_cast::<271, 32>(self.crc_data_low.next_state.val()) << 32)
+            | (bit_cast::<271, 32>(self.crc_data_high.next_state.val()) << 64)
+            | (bit_cast::<271, 64>(self.in_q_data.q.val()) << 96)
+            | (bit_cast::<271, 16>(self.in_len0.val()) << 160)
+            | (bit_cast::<271, 16>(self.in_len1.val()) << 176)
+            | (bit_cast::<271, 16>(self.in_body0.val()) << 192)
+            | (bit_cast::<271, 16>(self.in_body0_less1.val()) << 208)
+            | (bit_cast::<271, 16>(self.in_body1.val()) << 224)
+            | (bit_cast::<271, 1>(self.in_q_last.q.val().into()) << 240)
+            | (bit_cast::<271, 1>(self.in_w0_valid.val().into()) << 241)
+            | (bit_cast::<271, 1>(self.in_w1_valid.val().into()) << 242)
+            | (bit_cast::<271, 1>(self.in_partial.val().into()) << 243)
+            | (bit_cast::<271, 1>(self.in_len0_body0.val().into()) << 244)
+            | (bit_cast::<271, 1>(self.in_len0_body1.val().into()) << 245)
+            | (bit_cast::<271, 1>(self.in_len0_body2.val().into()) << 246)
+            | (bit_cast::<271, 1>(self.in_len0_body3.val().into()) << 247)
+            | (bit_cast::<271, 1>(self.in_len1_body0.val().into()) << 248)
+            | (bit_cast::<271, 1>(self.in_len1_body1.val().into()) << 249)
+            | (bit_cast::<271, 1>(self.in_len1_body2.val().into()) << 250)
+            | (bit_cast::<271, 1>(self.in_len0_over.val().into()) << 251)
+            | (bit_cast::<271, 1>(self.in_len1_over.val().into()) << 252)
+            | (bit_cast::<271, 8>(self.in_keep0.val()) << 253)
+            | (bit_cast::<271, 8>(self.in_keep1.val()) << 261)
+            | (bit_cast::<271, 1>(self.in_len0_gt8.val().into()) << 269)
+            | (bit_cast::<271, 1>(self.in_len1_gt8.val().into()) << 270);
         // Stage 0 loads the input register's beat, decoded; the input register then
         // takes the skid's beat if there is one (the skid is the newer), else the
         // input's. An input beat that arrives while the input register holds on goes
@@ -771,10 +808,14 @@ impl Logic for MpaRxDelineator {
             }
         }
         if self.in_take.val() & !self.in_q_free.val() {
+            self.skid_valid.d.next = true;
+        }
+        // The skid's data loads whenever the skid is empty (what it holds then does
+        // not matter), so its enables wait on one flip-flop, not on the handshakes.
+        if !self.skid_valid.q.val() {
             self.skid_data.d.next = self.in_data.val();
             self.skid_keep.d.next = self.in_keep.val();
             self.skid_last.d.next = self.in_last.val();
-            self.skid_valid.d.next = true;
         }
         self.s0_crc_both.next = self.s0_word.q.val().get_bits::<32>(0) ^ self.s0_both_w1.q.val();
         self.s0_crc_low.next = self.s0_word.q.val().get_bits::<32>(32);
@@ -798,8 +839,10 @@ impl Logic for MpaRxDelineator {
         self.len1_body2.next = self.s0_word.q.val().get_bit(250);
         self.len0_over.next = self.s0_word.q.val().get_bit(251);
         self.len1_over.next = self.s0_word.q.val().get_bit(252);
-        self.len0_zero.next = self.s0_word.q.val().get_bit(253);
-        self.len1_zero.next = self.s0_word.q.val().get_bit(254);
+        self.keep0.next = self.s0_word.q.val().get_bits::<8>(253);
+        self.keep1.next = self.s0_word.q.val().get_bits::<8>(261);
+        self.len0_gt8.next = self.s0_word.q.val().get_bit(269);
+        self.len1_gt8.next = self.s0_word.q.val().get_bit(270);
 
         // Stage 1. Word roles, word 0 then word 1.
         self.w0_hdr.next = !self.in_fpdu.q.val();
@@ -892,20 +935,11 @@ impl Logic for MpaRxDelineator {
         if self.hdr_at_w1.val() {
             self.hdr_len.next = self.len1.val();
         }
-        match self.hdr_len.val().get_bits::<3>(0).index() {
-            1 => self.hdr_keep.next = 0x01.into(),
-            2 => self.hdr_keep.next = 0x03.into(),
-            3 => self.hdr_keep.next = 0x07.into(),
-            4 => self.hdr_keep.next = 0x0F.into(),
-            5 => self.hdr_keep.next = 0x1F.into(),
-            6 => self.hdr_keep.next = 0x3F.into(),
-            7 => self.hdr_keep.next = 0x7F.into(),
-            _ => self.hdr_keep.next = 0xFF.into(),
-        }
-        if (!self.hdr_at_w1.val() & self.len0_zero.val())
-            | (self.hdr_at_w1.val() & self.len1_zero.val())
-        {
-            self.hdr_keep.next = self.keep_none.val();
+        self.hdr_keep.next = self.keep0.val();
+        self.hdr_gt8.next = self.len0_gt8.val();
+        if self.hdr_at_w1.val() {
+            self.hdr_keep.next = self.keep1.val();
+            self.hdr_gt8.next = self.len1_gt8.val();
         }
         self.complete0.next = self.w0_valid.val() & !self.w0_crc.val() & self.crc_next1.val();
         self.complete1.next = self.w1_valid.val() & !self.w1_crc.val() & self.crc_next2.val();
@@ -1095,7 +1129,7 @@ impl Logic for MpaRxDelineator {
             }
             if self.hdr_here.val() {
                 self.out_left.d.next = self.hdr_len.val();
-                self.out_left_gt8.d.next = self.hdr_len.val() > 8;
+                self.out_left_gt8.d.next = self.hdr_gt8.val();
                 self.offset6.d.next = self.hdr_at_w1.val();
                 self.final_keep.d.next = self.hdr_keep.val();
             }

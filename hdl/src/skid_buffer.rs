@@ -80,10 +80,14 @@ impl Logic for SkidBuffer {
                 self.out_valid_q.d.next = self.in_valid.val() & self.in_ready.val();
             }
         } else if self.in_valid.val() & self.in_ready.val() {
+            self.skid_full.d.next = true;
+        }
+        // The skid's data loads whenever the skid is empty: what it holds then does
+        // not matter, and its enables wait on one flip-flop, not on the handshakes.
+        if !self.skid_full.q.val() {
             self.skid_data.d.next = self.in_data.val();
             self.skid_keep.d.next = self.in_keep.val();
             self.skid_last.d.next = self.in_last.val();
-            self.skid_full.d.next = true;
         }
         if self.reset.val() {
             self.out_valid_q.d.next = false;

@@ -352,6 +352,13 @@ pub struct TcpRxParser {
     /// first window completes: time to set the payload bounds and, from them, each
     /// beat's decision a beat ahead.
     offset_beat: DFF<Bits<8>>,
+    /// The beat taken now is `window_base / 8`, `tcp_window_2`, `offset_beat`: each
+    /// compared a beat ahead (with `beat_after`), so the fields' enables wait on no
+    /// compare. (Beat 2's flags are compared before beat 1 sets the bounds, against
+    /// the previous frame's: only an IHL of 0, a malformed frame, puts a bound there.)
+    at_window_base: DFF<Bit>,
+    at_tcp_window_2: DFF<Bit>,
+    at_offset_beat: DFF<Bit>,
     data_offset: DFF<Bits<4>>,
     /// The payload's offset in its beat is 6 (else 2).
     payload_at_6: DFF<Bit>,
@@ -434,6 +441,9 @@ impl Logic for TcpRxParser {
             total_len,
             tcp_start,
             window_base,
+            at_window_base,
+            at_tcp_window_2,
+            at_offset_beat,
             payload_end,
             tcp_len,
             tcp_window_2,
@@ -512,6 +522,9 @@ impl Logic for TcpRxParser {
         self.restart.next = (self.take.val() & self.frame_last.val()) | self.reset.val();
         if self.take.val() {
             self.beat.d.next = self.beat_after.q.val();
+            self.at_window_base.d.next = self.beat_after.q.val() == (self.window_base.q.val() >> 3);
+            self.at_tcp_window_2.d.next = self.beat_after.q.val() == self.tcp_window_2.q.val();
+            self.at_offset_beat.d.next = self.beat_after.q.val() == self.offset_beat.q.val();
             if self.beat_after.q.val() != 255 {
                 self.beat_after.d.next = self.beat_after.q.val() + 1;
             }
@@ -519,6 +532,9 @@ impl Logic for TcpRxParser {
         if self.restart.val() {
             self.beat.d.next = 0.into();
             self.beat_after.d.next = 1.into();
+            self.at_window_base.d.next = false;
+            self.at_tcp_window_2.d.next = false;
+            self.at_offset_beat.d.next = false;
         }
 
         // Checksum lanes: each beat adds into per-lane sums; they are added up a cycle
@@ -664,7 +680,7 @@ impl Logic for TcpRxParser {
                     | (bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(0)) << 8)
                     | bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(8));
             }
-            if self.beat.q.val() == (self.window_base.q.val() >> 3) {
+            if self.at_window_base.q.val() {
                 self.src_port.d.next =
                     (bit_cast::<16, 8>(self.segment_window.val().get_bits::<8>(0)) << 8)
                         | bit_cast::<16, 8>(self.segment_window.val().get_bits::<8>(8));
@@ -677,7 +693,7 @@ impl Logic for TcpRxParser {
                     | (bit_cast::<32, 8>(self.segment_window.val().get_bits::<8>(48)) << 8)
                     | bit_cast::<32, 8>(self.segment_window.val().get_bits::<8>(56));
             }
-            if self.beat.q.val() == self.tcp_window_2.q.val() {
+            if self.at_tcp_window_2.q.val() {
                 self.ack.d.next = (bit_cast::<32, 8>(self.segment_window.val().get_bits::<8>(0))
                     << 24)
                     | (bit_cast::<32, 8>(self.segment_window.val().get_bits::<8>(8)) << 16)
@@ -688,7 +704,7 @@ impl Logic for TcpRxParser {
                     (bit_cast::<16, 8>(self.segment_window.val().get_bits::<8>(48)) << 8)
                         | bit_cast::<16, 8>(self.segment_window.val().get_bits::<8>(56));
             }
-            if self.beat.q.val() == self.offset_beat.q.val() {
+            if self.at_offset_beat.q.val() {
                 self.data_offset.d.next = self.beat_data_offset.val();
                 // Bounds for the payload windows.
                 self.payload_at_6.d.next = self.beat_payload_at_6.val();

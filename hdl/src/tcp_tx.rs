@@ -114,6 +114,8 @@ pub struct SegmentBuilder {
     /// A payload beat is taken this cycle.
     take_payload: Signal<Local, Bit>,
     /// `payload_data` with the bytes outside `payload_keep` zeroed.
+    /// The payload beat's `keep` as a byte mask.
+    kept_mask: Signal<Local, Bits<64>>,
     kept: Signal<Local, Bits<64>>,
     /// Header beat `index` as a big-endian number (wire byte 0 in bits 63:56).
     header_be: Signal<Local, Bits<64>>,
@@ -186,17 +188,35 @@ impl Logic for SegmentBuilder {
             & !self.reset.val();
         self.take_payload.next = self.payload_valid.val() & self.payload_ready.val();
 
-        match self.payload_keep.val().index() {
-            1 => self.kept.next = bit_cast::<64, 8>(self.payload_data.val().get_bits::<8>(0)),
-            3 => self.kept.next = bit_cast::<64, 16>(self.payload_data.val().get_bits::<16>(0)),
-            7 => self.kept.next = bit_cast::<64, 24>(self.payload_data.val().get_bits::<24>(0)),
-            15 => self.kept.next = bit_cast::<64, 32>(self.payload_data.val().get_bits::<32>(0)),
-            31 => self.kept.next = bit_cast::<64, 40>(self.payload_data.val().get_bits::<40>(0)),
-            63 => self.kept.next = bit_cast::<64, 48>(self.payload_data.val().get_bits::<48>(0)),
-            127 => self.kept.next = bit_cast::<64, 56>(self.payload_data.val().get_bits::<56>(0)),
-            255 => self.kept.next = self.payload_data.val(),
-            _ => self.kept.next = 0_u64.into(),
+        // `keep` is a prefix (the input contract above), so masking each byte with its own
+        // `keep` bit clears what lies past the end: one gate a bit, where a decode of
+        // the eight prefixes put three levels in front of the data registers.
+        self.kept_mask.next = 0_u64.into();
+        if self.payload_keep.val().get_bit(0) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF_u64;
         }
+        if self.payload_keep.val().get_bit(1) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF00_u64;
+        }
+        if self.payload_keep.val().get_bit(2) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF0000_u64;
+        }
+        if self.payload_keep.val().get_bit(3) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF000000_u64;
+        }
+        if self.payload_keep.val().get_bit(4) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF00000000_u64;
+        }
+        if self.payload_keep.val().get_bit(5) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF0000000000_u64;
+        }
+        if self.payload_keep.val().get_bit(6) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF000000000000_u64;
+        }
+        if self.payload_keep.val().get_bit(7) {
+            self.kept_mask.next = self.kept_mask.val() | 0xFF00000000000000_u64;
+        }
+        self.kept.next = self.payload_data.val() & self.kept_mask.val();
 
         // The header as big-endian numbers, so each field is a plain shift; one byte swap
         // below puts wire byte 0 in bits 7:0.

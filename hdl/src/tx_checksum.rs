@@ -210,6 +210,11 @@ pub struct TxChecksum {
     frame_start: DFF<Bits<10>>,
     /// Beats of this frame written so far; stops at 190.
     wr_beat: DFF<Bits<8>>,
+    /// `wr_beat` is below 189 / is 189, kept beside it: the commit decision and the
+    /// write pointer's select wait on no compare.
+    wr_beat_below_189: DFF<Bit>,
+    wr_beat_is_189: DFF<Bit>,
+    wr_beat_below_190: Signal<Local, Bit>,
     /// Bytes 12-13 as a little-endian lane (IPv4 is 0x0008).
     ethertype: DFF<Bits<16>>,
     version_ihl: DFF<Bits<8>>,
@@ -278,7 +283,10 @@ pub struct TxChecksum {
     pop: Signal<Local, Bit>,
     pres_next: Signal<Local, Bits<10>>,
     pres_beat_next: Signal<Local, Bits<8>>,
-    pres_last: Signal<Local, Bit>,
+    /// `pres_beat` is the frame's last beat (`cur_last_beat`), kept as a register
+    /// beside the two it compares, so the pop decision and its 150-odd enables wait on
+    /// no compare.
+    pres_last: DFF<Bit>,
     ram_data: Signal<Local, Bits<64>>,
     patched: Signal<Local, Bits<64>>,
     /// Ring position of the next beat to read; beats from here on have not been read.
@@ -327,6 +335,9 @@ impl Logic for TxChecksum {
             wr_ptr,
             frame_start,
             wr_beat,
+            wr_beat_below_189,
+            wr_beat_is_189,
+            pres_last,
             ethertype,
             version_ihl,
             protocol,
@@ -415,6 +426,7 @@ impl Logic for TxChecksum {
 
         // ---- write side ----
         self.used.next = self.wr_ptr.q.val() - self.pres_ptr.q.val();
+        self.wr_beat_below_190.next = self.wr_beat_below_189.q.val() | self.wr_beat_is_189.q.val();
         self.wr_next.next = self.wr_ptr.q.val() + 1;
         self.in_ready.next = self.ready_q.q.val() & !self.reset.val();
         self.take.next = self.in_valid.val() & self.in_ready.val();
@@ -562,8 +574,8 @@ impl Logic for TxChecksum {
         self.tcp_sum.d.next = self.tcp_total.val();
         // Every beat but the last is full, so only the 190th beat can take a frame past
         // 1518 bytes (189 full beats are 1512).
-        self.commit.next = (self.wr_beat.q.val() < 189)
-            | ((self.wr_beat.q.val() == 189) & !self.in_keep.val().get_bit(6));
+        self.commit.next = self.wr_beat_below_189.q.val()
+            | (self.wr_beat_is_189.q.val() & !self.in_keep.val().get_bit(6));
         // Every beat but the last is full: a last beat holds the segment's end when the
         // segment's last byte lies before it, or in it at a position `keep` covers.
         self.seg_fits.next = self.seg_before.q.val()
@@ -625,10 +637,12 @@ impl Logic for TxChecksum {
         self.cur_tcp_field.d.next = !self.cur_tcp_fold2.val();
 
         if self.take.val() {
-            if self.wr_beat.q.val() < 190 {
+            if self.wr_beat_below_190.val() {
                 self.ring.write_enable.next = true;
                 self.wr_ptr.d.next = self.wr_next.val();
                 self.wr_beat.d.next = self.wr_beat.q.val() + 1;
+                self.wr_beat_below_189.d.next = self.wr_beat.q.val() < 188;
+                self.wr_beat_is_189.d.next = self.wr_beat.q.val() == 188;
             }
             // Beat 1 holds bytes 8..16, beat 2 bytes 16..24.
             if self.wr_beat.q.val() == 1 {
@@ -707,14 +721,13 @@ impl Logic for TxChecksum {
         self.issue.next = self.pres_valid.q.val() & (!self.a_valid.q.val() | self.b_load.val());
         self.pres_next.next = self.pres_ptr.q.val() + 1;
         self.pres_beat_next.next = self.pres_beat.q.val() + 1;
-        self.pres_last.next = self.pres_beat.q.val() == self.cur_last_beat.q.val();
         self.ring.read_address.next = self.pres_ptr.q.val().get_bits::<9>(0);
         self.ring.read_enable.next = self.issue.val();
         self.ring.output_enable.next = self.b_load.val();
         self.pop.next = false;
         if self.issue.val() {
             self.a_valid.d.next = true;
-            self.a_last.d.next = self.pres_last.val();
+            self.a_last.d.next = self.pres_last.q.val();
             self.a_patch_ip.d.next = self.cur_fill.q.val() & (self.pres_beat.q.val() == 3);
             self.a_patch_tcp.d.next = self.cur_fill.q.val() & (self.pres_beat.q.val() == 6);
             self.a_field.d.next = self.cur_tcp_field.q.val();
@@ -723,7 +736,8 @@ impl Logic for TxChecksum {
             }
             self.pres_ptr.d.next = self.pres_next.val();
             self.pres_beat.d.next = self.pres_beat_next.val();
-            if self.pres_last.val() {
+            self.pres_last.d.next = self.pres_beat_next.val() == self.cur_last_beat.q.val();
+            if self.pres_last.q.val() {
                 self.pop.next = self.head_valid.val();
                 self.pres_valid.d.next = self.head_valid.val();
                 self.pres_beat.d.next = 0.into();
@@ -762,6 +776,7 @@ impl Logic for TxChecksum {
         }
         if self.pop.val() {
             self.cur_last_beat.d.next = self.head_last_beat.val();
+            self.pres_last.d.next = self.head_last_beat.val() == 0;
             self.cur_fill.d.next = self.head_fill.val();
             self.cur_ip_queued.d.next = self.head_ip.val();
             self.cur_ip_last_lo.d.next = self.head_ip_last_lo.val();
@@ -789,13 +804,15 @@ impl Logic for TxChecksum {
                 & self.push_maybe.val()
                 & !self.pop.val());
         self.discard_next.next = !self.push_maybe.val()
-            & ((self.wr_beat.q.val() >= 190) | (self.take.val() & (self.wr_beat.q.val() == 189)));
+            & (!self.wr_beat_below_190.val() | (self.take.val() & self.wr_beat_is_189.q.val()));
         self.ready_q.d.next =
             self.discard_next.val() | ((self.used.val() < 511) & !self.queue_full_next.val());
 
         // Per-frame state starts over after each frame and on reset.
         if (self.take.val() & self.in_last.val()) | self.reset.val() {
             self.wr_beat.d.next = 0.into();
+            self.wr_beat_below_189.d.next = true;
+            self.wr_beat_is_189.d.next = false;
             self.ethertype.d.next = 0.into();
             self.version_ihl.d.next = 0.into();
             self.protocol.d.next = 0.into();
