@@ -515,7 +515,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     held_count: DFF<Bits<3>>,
     /// The frame the parser's verdict holds, packed, and the oldest held frame.
     verdict_held: Signal<Local, Bits<232>>,
-    verdict_for_us: Signal<Local, Bit>,
+    /// The parser's destination address is ours, compared a cycle before the verdict
+    /// reads it: the parser's header fields hold from the frame's beat 4 until the
+    /// next frame's beat 3 is taken, at least two cycles after the verdict (`tcp_rx`:
+    /// the verdict comes three cycles after the last beat, and stalls hold both).
+    verdict_for_us: DFF<Bit>,
     head_held: Signal<Local, Bits<232>>,
     /// The controller takes the held frame this cycle.
     frame_taken: Signal<Local, Bit>,
@@ -718,6 +722,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         dff_setup!(
             self,
             clock,
+            verdict_for_us,
             raw_bank,
             raw_wr,
             payload_bank,
@@ -955,7 +960,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.verdict_drop.next = self.parser.frame_unseen.val();
         self.verdict_end.next =
             self.raw_ends.q.val() >> (bit_cast::<64, BANK_BITS>(self.payload_bank.q.val()) << 4);
-        self.verdict_for_us.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
+        self.verdict_for_us.d.next = self.parser.seg_dst_ip.val() == self.local_ip.val();
         self.lookup_hash.local_ip.next = self.parser.seg_dst_ip.val();
         self.lookup_hash.local_port.next = self.parser.seg_dst_port.val();
         self.lookup_hash.remote_ip.next = self.parser.seg_src_ip.val();
@@ -972,7 +977,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             | (bit_cast::<232, 5>(self.parser.seg_flags.val()) << 192)
             | (bit_cast::<232, 16>(self.parser.seg_window.val()) << 197)
             | (bit_cast::<232, 16>(self.parser.seg_payload_len.val()) << 213)
-            | (bit_cast::<232, 1>(self.verdict_for_us.val().into()) << 229)
+            | (bit_cast::<232, 1>(self.verdict_for_us.q.val().into()) << 229)
             | (bit_cast::<232, BANK_BITS>(self.payload_bank.q.val()) << 230);
         if self.parser.payload_valid.val() {
             if self.payload_wr.q.val() != 255 {

@@ -325,6 +325,9 @@ pub struct TcpRxParser {
     /// oversized long before).
     beat: DFF<Bits<8>>,
     beat_after: DFF<Bits<8>>,
+    /// Beats 0 to 4 one-hot (bit k: `beat == k`; none from beat 5 on), shifted on each
+    /// beat taken: the header fields' enables test one flip-flop.
+    early_beat: DFF<Bits<5>>,
     /// The previous frame beat.
     carry: DFF<Bits<64>>,
     /// Bytes 12-13 as a little-endian lane (IPv4 is 0x0008).
@@ -433,6 +436,7 @@ impl Logic for TcpRxParser {
             clock,
             beat,
             beat_after,
+            early_beat,
             carry,
             ethertype,
             version_ihl,
@@ -522,6 +526,7 @@ impl Logic for TcpRxParser {
         self.restart.next = (self.take.val() & self.frame_last.val()) | self.reset.val();
         if self.take.val() {
             self.beat.d.next = self.beat_after.q.val();
+            self.early_beat.d.next = self.early_beat.q.val() << 1;
             self.at_window_base.d.next = self.beat_after.q.val() == (self.window_base.q.val() >> 3);
             self.at_tcp_window_2.d.next = self.beat_after.q.val() == self.tcp_window_2.q.val();
             self.at_offset_beat.d.next = self.beat_after.q.val() == self.offset_beat.q.val();
@@ -531,6 +536,7 @@ impl Logic for TcpRxParser {
         }
         if self.restart.val() {
             self.beat.d.next = 0.into();
+            self.early_beat.d.next = 1.into();
             self.beat_after.d.next = 1.into();
             self.at_window_base.d.next = false;
             self.at_tcp_window_2.d.next = false;
@@ -645,7 +651,7 @@ impl Logic for TcpRxParser {
         }
         if self.take.val() {
             self.carry.d.next = self.frame_data.val();
-            if self.beat.q.val() == 1 {
+            if self.early_beat.q.val().get_bit(1) {
                 self.ethertype.d.next = self.frame_data.val().get_bits::<16>(32);
                 self.version_ihl.d.next = self.frame_data.val().get_bits::<8>(48);
                 self.tcp_start.d.next =
@@ -657,7 +663,7 @@ impl Logic for TcpRxParser {
                 self.offset_beat.d.next =
                     ((bit_cast::<8, 4>(self.frame_data.val().get_bits::<4>(48)) << 2) + 26) >> 3;
             }
-            if self.beat.q.val() == 2 {
+            if self.early_beat.q.val().get_bit(2) {
                 self.total_len.d.next = self.beat_total_len.val();
                 self.payload_end.d.next = bit_cast::<17, 16>(self.beat_total_len.val()) + 14;
                 self.tcp_len.d.next = self.beat_total_len.val()
@@ -665,7 +671,7 @@ impl Logic for TcpRxParser {
                 self.fragment.d.next = self.frame_data.val().get_bits::<16>(32);
                 self.protocol.d.next = self.frame_data.val().get_bits::<8>(56);
             }
-            if self.beat.q.val() == 3 {
+            if self.early_beat.q.val().get_bit(3) {
                 self.src_ip.d.next = (bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(16))
                     << 24)
                     | (bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(24)) << 16)
@@ -675,7 +681,7 @@ impl Logic for TcpRxParser {
                     << 24)
                     | (bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(56)) << 16);
             }
-            if self.beat.q.val() == 4 {
+            if self.early_beat.q.val().get_bit(4) {
                 self.dst_ip.d.next = self.dst_ip.q.val()
                     | (bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(0)) << 8)
                     | bit_cast::<32, 8>(self.frame_data.val().get_bits::<8>(8));

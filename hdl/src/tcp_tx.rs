@@ -274,13 +274,46 @@ impl Logic for SegmentBuilder {
         if self.out_valid.q.val() & self.out_last.q.val() & self.frame_ready.val() {
             self.built.d.next = self.built.q.val() + 1;
         }
+        // The output register's data, keep and last load whenever it moves, with what
+        // the phase would put out: a beat that does not go out leaves it not valid, so
+        // what it holds then does not matter, and its 70-odd enables wait on `load`
+        // alone, not on the payload handshake. (Stalls on the payload input happen
+        // only in Join and Body, which put out the payload's beat when it comes.)
+        if self.load.val() {
+            match self.phase.q.val() {
+                TxPhase::Header => {
+                    self.out_data.d.next = self.header_beat.val();
+                    self.out_keep.d.next = 0xFF_u64.into();
+                    self.out_last.d.next = false;
+                }
+                TxPhase::Join => {
+                    self.out_data.d.next = self.header_beat.val();
+                    if self.has_payload.q.val() {
+                        self.out_data.d.next = self.header_beat.val()
+                            | (bit_cast::<64, 16>(self.kept.val().get_bits::<16>(0)) << 48);
+                    }
+                    self.out_keep.d.next = 0xFF_u64.into();
+                    self.out_last.d.next = false;
+                }
+                TxPhase::Body => {
+                    self.out_data.d.next = bit_cast::<64, 48>(self.carry.q.val())
+                        | (bit_cast::<64, 16>(self.kept.val().get_bits::<16>(0)) << 48);
+                    // 0xFF but on a last beat of 1 byte (0x7F).
+                    self.out_keep.d.next = (self.payload_keep.val() << 6) | 0x3F;
+                    self.out_last.d.next =
+                        self.payload_last.val() & !self.payload_keep.val().get_bit(2);
+                }
+                TxPhase::Tail => {
+                    self.out_data.d.next = bit_cast::<64, 48>(self.carry.q.val());
+                    self.out_keep.d.next = self.tail_keep.q.val();
+                    self.out_last.d.next = true;
+                }
+            }
+        }
         match self.phase.q.val() {
             TxPhase::Header => {
                 if self.load.val() & self.desc_full.q.val() {
                     self.out_valid.d.next = true;
-                    self.out_data.d.next = self.header_beat.val();
-                    self.out_keep.d.next = 0xFF_u64.into();
-                    self.out_last.d.next = false;
                     self.index.d.next = self.index.q.val() + 1;
                     if self.index.q.val() == 5 {
                         self.phase.d.next = TxPhase::Join;
@@ -291,10 +324,6 @@ impl Logic for SegmentBuilder {
                 if self.has_payload.q.val() {
                     if self.take_payload.val() {
                         self.out_valid.d.next = true;
-                        self.out_data.d.next = self.header_beat.val()
-                            | (bit_cast::<64, 16>(self.kept.val().get_bits::<16>(0)) << 48);
-                        self.out_keep.d.next = 0xFF_u64.into();
-                        self.out_last.d.next = false;
                         self.carry.d.next = self.kept.val().get_bits::<48>(16);
                         self.desc_full.d.next = false;
                         self.index.d.next = 0_u64.into();
@@ -308,9 +337,6 @@ impl Logic for SegmentBuilder {
                     }
                 } else if self.load.val() {
                     self.out_valid.d.next = true;
-                    self.out_data.d.next = self.header_beat.val();
-                    self.out_keep.d.next = 0xFF_u64.into();
-                    self.out_last.d.next = false;
                     self.carry.d.next = 0_u64.into();
                     self.tail_keep.d.next = 0x0F_u64.into();
                     self.desc_full.d.next = false;
@@ -321,18 +347,12 @@ impl Logic for SegmentBuilder {
             TxPhase::Body => {
                 if self.take_payload.val() {
                     self.out_valid.d.next = true;
-                    self.out_data.d.next = bit_cast::<64, 48>(self.carry.q.val())
-                        | (bit_cast::<64, 16>(self.kept.val().get_bits::<16>(0)) << 48);
-                    // 0xFF but on a last beat of 1 byte (0x7F).
-                    self.out_keep.d.next = (self.payload_keep.val() << 6) | 0x3F;
-                    self.out_last.d.next = false;
                     self.carry.d.next = self.kept.val().get_bits::<48>(16);
                     if self.payload_last.val() {
                         if self.payload_keep.val().get_bit(2) {
                             self.tail_keep.d.next = self.payload_keep.val() >> 2;
                             self.phase.d.next = TxPhase::Tail;
                         } else {
-                            self.out_last.d.next = true;
                             self.phase.d.next = TxPhase::Header;
                         }
                     }
@@ -341,9 +361,6 @@ impl Logic for SegmentBuilder {
             TxPhase::Tail => {
                 if self.load.val() {
                     self.out_valid.d.next = true;
-                    self.out_data.d.next = bit_cast::<64, 48>(self.carry.q.val());
-                    self.out_keep.d.next = self.tail_keep.q.val();
-                    self.out_last.d.next = true;
                     self.phase.d.next = TxPhase::Header;
                 }
             }
