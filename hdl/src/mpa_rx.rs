@@ -106,7 +106,8 @@ use crate::crc32c::{Crc32cStep, StepWidths, CRC32C_INIT};
 /// **Input** (`in_*`): one TCP segment's payload per packet, starting at byte 0 of a
 /// beat, `keep` contiguous low bytes, 0xFF on every beat but the last; an empty segment
 /// is one beat with `keep` = 0. `max_ulpdu_len` is the flow's limit (context), held
-/// steady.
+/// steady from the cycle before the flow's first beat is offered (a register here
+/// takes it, so its compares do not wait on the route from the source).
 #[derive(Clone, Debug, LogicBlock)]
 pub struct MpaRxDelineator {
     pub clock: Signal<In, Clock>,
@@ -192,6 +193,8 @@ pub struct MpaRxDelineator {
     in_len1_body0: Signal<Local, Bit>,
     in_len1_body1: Signal<Local, Bit>,
     in_len1_body2: Signal<Local, Bit>,
+    /// `max_ulpdu_len`, registered.
+    max_len: DFF<Bits<16>>,
     in_len0_over: Signal<Local, Bit>,
     in_len1_over: Signal<Local, Bit>,
     in_len0_zero: Signal<Local, Bit>,
@@ -485,6 +488,7 @@ impl Default for MpaRxDelineator {
             in_len1_body0: Default::default(),
             in_len1_body1: Default::default(),
             in_len1_body2: Default::default(),
+            max_len: Default::default(),
             in_len0_over: Default::default(),
             in_len1_over: Default::default(),
             in_len0_zero: Default::default(),
@@ -681,7 +685,8 @@ impl Logic for MpaRxDelineator {
             in_q_last,
             in_q_valid,
             in_ready_q,
-            busy_q
+            busy_q,
+            max_len
         );
         self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
         self.failed.next = self.any_failed.q.val();
@@ -739,8 +744,9 @@ impl Logic for MpaRxDelineator {
         self.in_len1_body0.next = self.in_len1.val() < 3;
         self.in_len1_body1.next = (self.in_len1.val() > 2) & (self.in_len1.val() < 7);
         self.in_len1_body2.next = (self.in_len1.val() > 6) & (self.in_len1.val() < 11);
-        self.in_len0_over.next = self.in_len0.val() > self.max_ulpdu_len.val();
-        self.in_len1_over.next = self.in_len1.val() > self.max_ulpdu_len.val();
+        self.max_len.d.next = self.max_ulpdu_len.val();
+        self.in_len0_over.next = self.in_len0.val() > self.max_len.q.val();
+        self.in_len1_over.next = self.in_len1.val() > self.max_len.q.val();
         self.in_len0_zero.next = self.in_len0.val() == 0;
         self.in_len1_zero.next = self.in_len1.val() == 0;
         // (A 3-bit signal: the negation wraps there, whatever width the Verilog sums in.)
@@ -1199,13 +1205,24 @@ impl Logic for MpaRxDelineator {
         // The input may take a beat next cycle unless the input register and the skid
         // will both hold one.
         self.in_ready_q.d.next = !(self.skid_valid.d.val() & self.in_q_valid.d.val());
-        // `busy` is a register: next cycle's holdings, from the registers' inputs (a user
-        // decides on it with wide fan-out; in `nic_top`, the failed flow's context write).
-        self.busy_q.d.next = self.in_q_valid.d.val()
-            | self.skid_valid.d.val()
-            | self.s0_valid.d.val()
-            | self.s2_valid.d.val()
-            | (self.queue_count.d.val() != 0);
+        // `busy` is a register: next cycle's holdings (a user decides on it with wide
+        // fan-out; in `nic_top`, the failed flow's context write). Worked out from this
+        // cycle's registers and handshakes rather than read from the registers' inputs,
+        // which end in the pushes' CRC verdicts and the input's select chain: a beat
+        // arriving, in the skid or in the input register stays inside; stage 0's beat
+        // moves on into stage 2 unless the flow has failed (then it is dropped);
+        // stage 2's stays, or pushes a beat into the queue, unless the flow has failed;
+        // the queue keeps a beat unless its only one leaves.
+        self.busy_q.d.next = !self.reset.val()
+            & (self.in_take.val()
+                | self.skid_valid.q.val()
+                | self.in_q_valid.q.val()
+                | (self.s0_valid.q.val() & !self.failed.val())
+                | (self.s2_valid.q.val()
+                    & !self.failed.val()
+                    & (!self.room.val() | self.s2_first.q.val() | self.s2_final.q.val()))
+                | (self.queue_count.q.val() > 1)
+                | ((self.queue_count.q.val() == 1) & !self.ulpdu_ready.val()));
         self.busy.next = self.busy_q.q.val();
     }
 }
