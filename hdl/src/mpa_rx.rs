@@ -336,6 +336,9 @@ pub struct MpaRxDelineator {
     /// The queue has two free places before this cycle's dequeue (so the pushes never
     /// wait on `ulpdu_ready`).
     room: Signal<Local, Bit>,
+    /// `room`, kept as a register from the count's next value: stage 0's and the input
+    /// register's 370-odd enables then wait on flip-flops only, not on the count.
+    room_q: DFF<Bit>,
     /// Stage 2 moves on this cycle (its beat goes into the queue, or is dropped).
     s2_advance: Signal<Local, Bit>,
     /// Its beat goes into the queue now: the flow has not failed before it.
@@ -569,6 +572,7 @@ impl Default for MpaRxDelineator {
             s2_word1: Default::default(),
             s2_length_error: Default::default(),
             room: Default::default(),
+            room_q: Default::default(),
             s2_advance: Default::default(),
             s2_live: Default::default(),
             crc_bad0: Default::default(),
@@ -686,14 +690,15 @@ impl Logic for MpaRxDelineator {
             in_q_valid,
             in_ready_q,
             busy_q,
-            max_len
+            max_len,
+            room_q
         );
         self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
         self.failed.next = self.any_failed.q.val();
         // Stage 2 pushes at most two beats into the queue; a failed flow drops its
         // beats without waiting for the output. Stage 1 takes the stage-0 beat when
         // stage 2 is free or moves on; stage 0 loads when it is empty or taken.
-        self.room.next = self.queue_count.q.val() < 3;
+        self.room.next = self.room_q.q.val();
         self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
         self.take.next = self.s0_valid.q.val() & self.s2_advance.val() & !self.failed.val();
         self.s0_load.next = !self.s0_valid.q.val() | self.s2_advance.val();
@@ -1224,5 +1229,6 @@ impl Logic for MpaRxDelineator {
                 | (self.queue_count.q.val() > 1)
                 | ((self.queue_count.q.val() == 1) & !self.ulpdu_ready.val()));
         self.busy.next = self.busy_q.q.val();
+        self.room_q.d.next = self.queue_count.d.val() < 3;
     }
 }
