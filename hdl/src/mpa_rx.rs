@@ -334,11 +334,9 @@ pub struct MpaRxDelineator {
     s2_word1: DFF<Bits<32>>,
     s2_length_error: DFF<Bit>,
     /// The queue has two free places before this cycle's dequeue (so the pushes never
-    /// wait on `ulpdu_ready`).
-    room: Signal<Local, Bit>,
-    /// `room`, kept as a register from the count's next value: stage 0's and the input
-    /// register's 370-odd enables then wait on flip-flops only, not on the count.
-    room_q: DFF<Bit>,
+    /// wait on `ulpdu_ready`): a register, set from the count's next value, so stage
+    /// 0's and the input register's 370-odd enables wait on flip-flops only.
+    room: DFF<Bit>,
     /// Stage 2 moves on this cycle (its beat goes into the queue, or is dropped).
     s2_advance: Signal<Local, Bit>,
     /// Its beat goes into the queue now: the flow has not failed before it.
@@ -572,7 +570,6 @@ impl Default for MpaRxDelineator {
             s2_word1: Default::default(),
             s2_length_error: Default::default(),
             room: Default::default(),
-            room_q: Default::default(),
             s2_advance: Default::default(),
             s2_live: Default::default(),
             crc_bad0: Default::default(),
@@ -691,15 +688,14 @@ impl Logic for MpaRxDelineator {
             in_ready_q,
             busy_q,
             max_len,
-            room_q
+            room
         );
         self.dequeue.next = (self.queue_count.q.val() != 0) & self.ulpdu_ready.val();
         self.failed.next = self.any_failed.q.val();
         // Stage 2 pushes at most two beats into the queue; a failed flow drops its
         // beats without waiting for the output. Stage 1 takes the stage-0 beat when
         // stage 2 is free or moves on; stage 0 loads when it is empty or taken.
-        self.room.next = self.room_q.q.val();
-        self.s2_advance.next = !self.s2_valid.q.val() | self.room.val() | self.failed.val();
+        self.s2_advance.next = !self.s2_valid.q.val() | self.room.q.val() | self.failed.val();
         self.take.next = self.s0_valid.q.val() & self.s2_advance.val() & !self.failed.val();
         self.s0_load.next = !self.s0_valid.q.val() | self.s2_advance.val();
         self.in_ready.next = self.in_ready_q.q.val() & !self.reset.val();
@@ -1011,7 +1007,7 @@ impl Logic for MpaRxDelineator {
         // ends the flow before word 1, and beats after an error are dropped), then the
         // pushes into the queue at its tail: the `first_out` beat, then the `final_out`
         // one. `s2_advance` made sure two places are free.
-        self.s2_live.next = self.s2_valid.q.val() & self.room.val() & !self.failed.val();
+        self.s2_live.next = self.s2_valid.q.val() & self.room.q.val() & !self.failed.val();
         self.crc_bad0.next = self.s2_w0_check.q.val() & !self.s2_ok0.q.val();
         self.crc_ok1.next = !self.s2_crc_after_w0.q.val() == self.s2_word1.q.val();
         self.crc_bad1.next = self.s2_w1_check.q.val() & !self.crc_ok1.val();
@@ -1048,7 +1044,7 @@ impl Logic for MpaRxDelineator {
                     self.queue0_data.d.next = self.tail_data.val();
                     self.queue0_tag.d.next = self.tail_tag.val();
                 }
-                if self.room.val() {
+                if self.room.q.val() {
                     self.queue1_data.d.next = self.push_final_data.val();
                     self.queue1_tag.d.next = self.push_final_tag.val();
                 }
@@ -1058,7 +1054,7 @@ impl Logic for MpaRxDelineator {
                     self.queue1_data.d.next = self.tail_data.val();
                     self.queue1_tag.d.next = self.tail_tag.val();
                 }
-                if self.room.val() {
+                if self.room.q.val() {
                     self.queue2_data.d.next = self.push_final_data.val();
                     self.queue2_tag.d.next = self.push_final_tag.val();
                 }
@@ -1068,7 +1064,7 @@ impl Logic for MpaRxDelineator {
                     self.queue2_data.d.next = self.tail_data.val();
                     self.queue2_tag.d.next = self.tail_tag.val();
                 }
-                if self.room.val() {
+                if self.room.q.val() {
                     self.queue3_data.d.next = self.push_final_data.val();
                     self.queue3_tag.d.next = self.push_final_tag.val();
                 }
@@ -1078,7 +1074,7 @@ impl Logic for MpaRxDelineator {
                     self.queue3_data.d.next = self.tail_data.val();
                     self.queue3_tag.d.next = self.tail_tag.val();
                 }
-                if self.room.val() {
+                if self.room.q.val() {
                     self.queue0_data.d.next = self.push_final_data.val();
                     self.queue0_tag.d.next = self.push_final_tag.val();
                 }
@@ -1225,10 +1221,10 @@ impl Logic for MpaRxDelineator {
                 | (self.s0_valid.q.val() & !self.failed.val())
                 | (self.s2_valid.q.val()
                     & !self.failed.val()
-                    & (!self.room.val() | self.s2_first.q.val() | self.s2_final.q.val()))
+                    & (!self.room.q.val() | self.s2_first.q.val() | self.s2_final.q.val()))
                 | (self.queue_count.q.val() > 1)
                 | ((self.queue_count.q.val() == 1) & !self.ulpdu_ready.val()));
         self.busy.next = self.busy_q.q.val();
-        self.room_q.d.next = self.queue_count.d.val() < 3;
+        self.room.d.next = self.queue_count.d.val() < 3;
     }
 }

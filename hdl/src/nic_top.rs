@@ -173,12 +173,24 @@
 //!   adder behind the pop; `mpa_rx` keeps its failed state in one flip-flop; a rewritten
 //!   tuple compared in eighths; the ULPDU limit in one subtraction;
 //! - enables off the handshakes where a register's content does not matter until a
-//!   valid flag says so: `tcp_rx`'s output data loads whenever the output moves,
-//!   `tx_checksum`'s free queue entry on every beat;
+//!   valid flag says so: `tcp_rx`'s and `tcp_tx`'s output data load whenever the
+//!   output moves, `tx_checksum`'s free queue entry on every beat, the skid registers
+//!   whenever empty;
 //! - fan-out taken off decisions: `mpa_rx` writes its output queue's tail places on
 //!   the queue's own flags, selects the held last beat in stage 2 and keeps
 //!   `out_left > 8` as a flag; `tcp_rx` sets a frame's output bits from one accepted
-//!   flag and orders its verdict in the counting cycle.
+//!   flag and orders its verdict in the counting cycle;
+//! - compares kept as registers beside what they compare, so no enable waits on one:
+//!   `tx_checksum`'s "this beat is the frame's last" (the pop and its 150-odd enables)
+//!   and the write beat's bounds (the commit), `tcp_rx`'s header-field beats (one-hot
+//!   for beats 0-4, the rest compared a beat ahead), `mpa_rx`'s queue room and length
+//!   limit, the parser's "for this NIC", the removal's condition beside `flow_valid`;
+//! - decodes moved a stage ahead or flattened: `mpa_rx` decodes each word's last
+//!   `keep` and "longer than 8" in stage 0, the flow table compares the tuple in
+//!   quarters, `tcp_tx` masks the payload with its `keep` (a prefix) rather than
+//!   decoding it, `ctx_misc`'s write data is two masked terms and the failed bit with
+//!   the selects side by side, and `mpa_rx`'s `busy` is worked out from the registers
+//!   rather than from their inputs.
 //!
 //! The netlist was ranked by estimated delay per flip-flop input
 //! (`scripts/rank-timing-paths.py`: all endpoints at once, not nextpnr's single

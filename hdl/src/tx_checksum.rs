@@ -295,9 +295,8 @@ pub struct TxChecksum {
     pres_valid: DFF<Bit>,
     /// The index within its frame of the next beat to read.
     pres_beat: DFF<Bits<8>>,
-    /// The frame being read: its last beat's index (compared with `pres_beat` as it
-    /// stands, no increment in front of the compare), filled, and its checksum fields
-    /// as lanes.
+    /// The frame being read: its last beat's index (compared with the beat read next,
+    /// into `pres_last`), filled, and its checksum fields as lanes.
     cur_last_beat: DFF<Bits<8>>,
     cur_fill: DFF<Bit>,
     cur_ip_field: DFF<Bits<16>>,
