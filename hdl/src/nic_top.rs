@@ -122,18 +122,16 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz) on the last code: 11,504 LUT4, 9,326 FF, 43 of 56 DP16KD,
-//! 119.1 MHz, below the target. One commit before (a redundant register and a
-//! compare written differently, the same logic): 12,052 LUT4, 127.3 MHz, and 123.7
-//! and 127.3 MHz with nextpnr's placement seeds 2 and 3. So placement still moves the
-//! result by ±4 %, and 125 MHz is met only by some placements.
-//! This round started at 116.2 MHz; its steps measured 112.8–122.0 MHz, moving by
-//! ±5 % with the placement as long as dozens of paths sat within half a nanosecond of
-//! the worst. By nextpnr's detailed timing (`scripts/slowest-endpoints.py`) 4 of
-//! ~18,600 endpoints arrived at 7.5 ns or later in the 127.3 MHz run (56 at 112.8
-//! MHz, four steps before) and none at 8 ns; at 119.1 MHz the worst is `mpa_rx`'s
-//! stage-0 length compare (6 levels, 8.4 ns). Then: `mpa_rx`'s queue tags behind the CRC verdicts, a context
-//! write, `mpa_rx`'s failed flag.
+//! asked for 125 MHz): 12,219 LUT4 (50 % of the device), 9,403 FF, 43 of 56 DP16KD,
+//! 128.3 MHz; the same netlist with nextpnr's placement seeds 1, 2 and 3: 129.6, 130.1
+//! and 129.0 MHz. The critical path is the receive handshake (`raw_bank_free` into the
+//! parser's take) into the header fields' enables: 3 logic levels and their fan-out's
+//! routes, 7.8 ns. The round before ended at 119.1 MHz (117.0–121.9 over seeds 1 and
+//! 2), with the worst path moving with the placement among some twenty blocks' paths
+//! within a nanosecond of it. This round picked its steps from the slowest endpoints
+//! of two or three placements at a time (`scripts/slowest-endpoints.py`): its middle
+//! steps still spread over 114.5–132.0 MHz with the placement, the last over
+//! 128.3–130.1 MHz.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
