@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Where the firmware's RISC-V instructions per passive setup go, by function.
+
+Runs the QEMU build of the self-tests and setup benchmark (built by
+scripts/riscv-firmware.sh) one instruction per translation block with QEMU's execution
+log (`-singlestep -d exec,nochain`), streamed through a pipe, and counts every
+instruction executed inside the benchmark's measured windows (between the calls of
+`measured_window` that open and close one: `Firmware::poll` only, as `minstret` in the
+benchmark). Each instruction is charged to the function symbol holding its address, so
+inlined code counts in its caller. Prints the total per connection for each checksum
+mode (it matches the benchmark's `minstret` figure to within the window calls) and the
+functions above a threshold.
+
+    scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
+    scripts/profile-firmware.py [--mode 0|1] [--top N]
+
+Mode 0 is the first benchmark run (checksums in the datapath), 1 the second.
+"""
+import argparse
+import bisect
+import collections
+import os
+import re
+import subprocess
+import tempfile
+
+ELF = 'target/riscv/riscv32imac-unknown-none-elf/release/iwnic-firmware-qemu'
+# The benchmark's connections per mode (BENCH_CONNECTIONS in firmware/qemu/src/main.rs).
+CONNECTIONS = 100
+# A line of QEMU's exec log: `Trace 0: 0x... [cpu/pc/flags/cflags] symbol`.
+TRACE_PC = re.compile(r'\[[0-9a-f]+/([0-9a-f]+)/')
+
+
+def function_symbols(elf):
+    """Code symbols, sorted by address, without the assembler's local labels."""
+    out = subprocess.run(['nm', '-C', '-n', elf], capture_output=True, text=True, check=True)
+    symbols = []
+    for line in out.stdout.splitlines():
+        parts = line.split(' ', 2)
+        if len(parts) == 3 and parts[1] in 'tTwW' and not parts[2].startswith('.L'):
+            symbols.append((int(parts[0], 16), parts[2]))
+    return symbols
+
+
+def measured_windows(elf, symbols):
+    """Per measured window, a Counter of instructions by function."""
+    starts = [address for address, _ in symbols]
+    window_call = next(address for address, name in symbols if name == 'measured_window')
+    names = {}
+    windows, current, inside = [], collections.Counter(), False
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = os.path.join(tmp, 'exec.log')
+        os.mkfifo(fifo)
+        qemu = subprocess.Popen(
+            ['qemu-system-riscv32', '-machine', 'virt', '-bios', 'none', '-nographic',
+             '-icount', 'shift=0', '-singlestep', '-d', 'exec,nochain', '-D', fifo,
+             '-kernel', elf],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        with open(fifo) as log:
+            for line in log:
+                match = TRACE_PC.search(line)
+                if not match:
+                    continue
+                pc = int(match.group(1), 16)
+                if pc == window_call:
+                    if inside:
+                        windows.append(current)
+                        current = collections.Counter()
+                    inside = not inside
+                    continue
+                if inside:
+                    name = names.get(pc)
+                    if name is None:
+                        index = bisect.bisect_right(starts, pc) - 1
+                        name = names[pc] = symbols[index][1] if index >= 0 else '?'
+                    current[name] += 1
+        if qemu.wait() != 0:
+            raise SystemExit(f'qemu exited with status {qemu.returncode}')
+    return windows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--elf', default=ELF)
+    ap.add_argument('--mode', type=int, default=0, choices=(0, 1))
+    ap.add_argument('--top', type=int, default=40)
+    args = ap.parse_args()
+    windows = measured_windows(args.elf, function_symbols(args.elf))
+    if not windows or len(windows) % 2:
+        raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
+    # Both modes poll the same number of times a connection, the first mode first.
+    half = len(windows) // 2
+    by_function = collections.Counter()
+    for window in windows[args.mode * half:(args.mode + 1) * half]:
+        by_function.update(window)
+    total = sum(by_function.values())
+    print(f'mode {args.mode}: {total / CONNECTIONS:.0f} instructions per connection '
+          f'({half} measured windows, {CONNECTIONS} connections)')
+    for name, count in by_function.most_common(args.top):
+        print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {name}')
+
+
+if __name__ == '__main__':
+    main()
