@@ -7,9 +7,10 @@ log (`-singlestep -d exec,nochain`), streamed through a pipe, and counts every
 instruction executed inside the benchmark's measured windows (between the calls of
 `measured_window` that open and close one: `Firmware::poll` only, as `minstret` in the
 benchmark). Each instruction is charged to the function symbol holding its address, so
-inlined code counts in its caller. Prints the total per connection for each checksum
-mode (it matches the benchmark's `minstret` figure to within the window calls) and the
-functions above a threshold.
+inlined code counts in its caller; the memory builtins (`memcpy`, `memset`, `memmove`)
+are charged per caller, the function that jumped into them. Prints the total per
+connection for the chosen checksum mode (it matches the benchmark's `minstret` figure
+to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
     scripts/profile-firmware.py [--mode 0|1] [--top N]
@@ -29,6 +30,8 @@ ELF = 'target/riscv/riscv32imac-unknown-none-elf/release/iwnic-firmware-qemu'
 CONNECTIONS = 100
 # A line of QEMU's exec log: `Trace 0: 0x... [cpu/pc/flags/cflags] symbol`.
 TRACE_PC = re.compile(r'\[[0-9a-f]+/([0-9a-f]+)/')
+# Library functions charged to their callers.
+MEMORY_BUILTIN = re.compile(r'(^|::)mem(cpy|set|move)$')
 
 
 def function_symbols(elf):
@@ -48,6 +51,8 @@ def measured_windows(elf, symbols):
     window_call = next(address for address, name in symbols if name == 'measured_window')
     names = {}
     windows, current, inside = [], collections.Counter(), False
+    # The function that called into a memory builtin, while one runs.
+    previous, caller = None, None
     with tempfile.TemporaryDirectory() as tmp:
         fifo = os.path.join(tmp, 'exec.log')
         os.mkfifo(fifo)
@@ -73,7 +78,14 @@ def measured_windows(elf, symbols):
                     if name is None:
                         index = bisect.bisect_right(starts, pc) - 1
                         name = names[pc] = symbols[index][1] if index >= 0 else '?'
-                    current[name] += 1
+                    if MEMORY_BUILTIN.search(name):
+                        if caller is None:
+                            caller = previous
+                        current[f'{name.split("::")[-1]} from {caller}'] += 1
+                    else:
+                        caller = None
+                        current[name] += 1
+                    previous = name
         if qemu.wait() != 0:
             raise SystemExit(f'qemu exited with status {qemu.returncode}')
     return windows
