@@ -527,8 +527,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     verdict_held: Signal<Local, Bits<232>>,
     /// The parser's destination address is ours, compared a cycle before the verdict
     /// reads it: the parser's header fields hold from the frame's beat 4 until the
-    /// next frame's beat 3 is taken, at least two cycles after the verdict (`tcp_rx`:
-    /// the verdict comes three cycles after the last beat, and stalls hold both).
+    /// next frame's beat 3 is taken, at least a cycle after the verdict, so they change
+    /// two cycles after it at the earliest (`tcp_rx`: the verdict comes three cycles
+    /// after the last beat, and stalls hold both).
     verdict_for_us: DFF<Bit>,
     head_held: Signal<Local, Bits<232>>,
     /// The controller takes the held frame this cycle.

@@ -358,7 +358,10 @@ pub struct TcpRxParser {
     /// The beat taken now is `window_base / 8`, `tcp_window_2`, `offset_beat`: each
     /// compared a beat ahead (with `beat_after`), so the fields' enables wait on no
     /// compare. (Beat 2's flags are compared before beat 1 sets the bounds, against
-    /// the previous frame's: only an IHL of 0, a malformed frame, puts a bound there.)
+    /// the previous frame's. Only `window_base` can be at beat 2, when byte 14's low
+    /// nibble, the IHL, is 0: a frame that is not IPv4 (ARP, IPv6) or is malformed, so
+    /// it sends no packet, and the next frame sets its fields again at its own beat
+    /// before its packet starts.)
     at_window_base: DFF<Bit>,
     at_tcp_window_2: DFF<Bit>,
     at_offset_beat: DFF<Bit>,

@@ -113,9 +113,9 @@ pub struct SegmentBuilder {
     take_desc: Signal<Local, Bit>,
     /// A payload beat is taken this cycle.
     take_payload: Signal<Local, Bit>,
-    /// `payload_data` with the bytes outside `payload_keep` zeroed.
     /// The payload beat's `keep` as a byte mask.
     kept_mask: Signal<Local, Bits<64>>,
+    /// `payload_data` with the bytes outside `payload_keep` zeroed.
     kept: Signal<Local, Bits<64>>,
     /// Header beat `index` as a big-endian number (wire byte 0 in bits 63:56).
     header_be: Signal<Local, Bits<64>>,
