@@ -126,9 +126,10 @@
 //! 128.3 MHz; the same netlist placed with nextpnr's seeds 1 to 5 (`--seed N`):
 //! 129.6, 130.1, 129.0, 126.6 and 114.2 MHz. The critical path is the receive handshake
 //! (`raw_bank_free` into the parser's take) into the header fields' enables: 3 logic
-//! levels and their fan-out's routes, 7.8 ns (seed 4's too). Seed 5's runs from
-//! `tx_checksum`'s read pointer through the ring's fill (`used < 511`, a subtraction)
-//! into `in_ready`'s register: 8.8 ns, mostly two routes of 1.4 and 1.8 ns. So the
+//! levels and their fan-out's routes, 7.8 ns (seed 4's is the same path, 7.9 ns).
+//! Seed 5's runs from `tx_checksum`'s read pointer through the ring's fill (`used <
+//! 511`, a subtraction) into `in_ready`'s register: 8.8 ns, mostly two routes of 1.4
+//! and 1.8 ns. So the
 //! design meets 125 MHz with little margin, and a small change can move the default
 //! placement across it: a registered ring-room flag for that path measured 120.8 MHz
 //! with the default seed (critical path: `mpa_rx`'s CRC verdict into its failed flag)
