@@ -13,9 +13,12 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N]
+    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME]
 
-Mode 0 is the first benchmark run (checksums in the datapath), 1 the second.
+Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
+NAME` also charges the instructions of the functions whose symbol contains NAME to
+their source lines (innermost inlined location, from the ELF's line tables through
+llvm-addr2line), to see what the inlined code of a large function does.
 """
 import argparse
 import bisect
@@ -45,12 +48,14 @@ def function_symbols(elf):
     return symbols
 
 
-def measured_windows(elf, symbols):
-    """Per measured window, a Counter of instructions by function."""
+def measured_windows(elf, symbols, lines_of=None):
+    """Per measured window, a Counter of instructions by function; with `lines_of`, also
+    a Counter of instructions by address inside the functions whose name contains it."""
     starts = [address for address, _ in symbols]
     window_call = next(address for address, name in symbols if name == 'measured_window')
     names = {}
     windows, current, inside = [], collections.Counter(), False
+    by_address = collections.Counter()
     # The function that called into a memory builtin, while one runs.
     previous, caller = None, None
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,10 +90,30 @@ def measured_windows(elf, symbols):
                     else:
                         caller = None
                         current[name] += 1
+                        if lines_of and lines_of in name:
+                            by_address[pc] += 1
                     previous = name
         if qemu.wait() != 0:
             raise SystemExit(f'qemu exited with status {qemu.returncode}')
-    return windows
+    return windows, by_address
+
+
+def source_lines(elf, by_address):
+    """Instruction counts by source line (innermost inlined frame) of the addresses."""
+    addresses = sorted(by_address)
+    out = subprocess.run(['llvm-addr2line', '-e', elf, '-a', '-i', '-C', '-f'],
+                         input='\n'.join(hex(a) for a in addresses), capture_output=True,
+                         text=True, check=True)
+    by_line = collections.Counter()
+    # Per address: its echo, then (function, file:line) pairs, innermost first.
+    blocks = re.split(r'^0x', out.stdout, flags=re.M)[1:]
+    for block in blocks:
+        rows = block.splitlines()
+        address = int(rows[0], 16)
+        function, location = rows[1], rows[2]
+        location = re.sub(r'^.*/(src|library)/', r'\1/', location)
+        by_line[f'{location} ({function.split("<")[0][-40:]})'] += by_address[address]
+    return by_line
 
 
 def main():
@@ -96,8 +121,9 @@ def main():
     ap.add_argument('--elf', default=ELF)
     ap.add_argument('--mode', type=int, default=0, choices=(0, 1))
     ap.add_argument('--top', type=int, default=40)
+    ap.add_argument('--lines', metavar='NAME')
     args = ap.parse_args()
-    windows = measured_windows(args.elf, function_symbols(args.elf))
+    windows, by_address = measured_windows(args.elf, function_symbols(args.elf), args.lines)
     if not windows or len(windows) % 2:
         raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
     # Both modes poll the same number of times a connection, the first mode first.
@@ -110,6 +136,12 @@ def main():
           f'({half} measured windows, {CONNECTIONS} connections)')
     for name, count in by_function.most_common(args.top):
         print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {name}')
+    if args.lines:
+        # Both modes' windows, halved: the line view is for reading, not for the figure.
+        by_line = source_lines(args.elf, by_address)
+        print(f'\nby source line, functions matching {args.lines!r} (both modes, per mode):')
+        for line, count in by_line.most_common(args.top):
+            print(f'{count / CONNECTIONS / 2:8.1f}  {line}')
 
 
 if __name__ == '__main__':
