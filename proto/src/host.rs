@@ -121,23 +121,28 @@ impl Endpoint {
     }
 
     fn emit(this: Option<&Endpoint>, out: &mut [u8]) -> Result<()> {
-        // In place: a record is built in the host queue's slot.
         let raw = out.get_mut(..ENDPOINT_LEN).ok_or(Error::BufferTooSmall)?;
-        raw.fill(0);
-        if let Some(e) = this {
-            raw[2..4].copy_from_slice(&e.port.to_le_bytes());
-            match e.addr {
-                IpAddr::V4(a) => {
-                    raw[0] = 4;
-                    raw[4..8].copy_from_slice(&a);
-                }
-                IpAddr::V6(a) => {
-                    raw[0] = 6;
-                    raw[4..20].copy_from_slice(&a);
-                }
-            }
+        match this {
+            Some(e) => e.emit_into(raw),
+            None => raw.fill(0),
         }
         Ok(())
+    }
+
+    /// Write the 20 bytes in place (a record is built in the host queue's slot); `raw`
+    /// is exactly [`ENDPOINT_LEN`] long.
+    fn emit_into(&self, raw: &mut [u8]) {
+        let [port_lo, port_hi] = self.port.to_le_bytes();
+        match self.addr {
+            IpAddr::V4([a, b, c, d]) => {
+                raw[..8].copy_from_slice(&[4, 0, port_lo, port_hi, a, b, c, d]);
+                raw[8..].fill(0);
+            }
+            IpAddr::V6(a) => {
+                raw[..4].copy_from_slice(&[6, 0, port_lo, port_hi]);
+                raw[4..].copy_from_slice(&a);
+            }
+        }
     }
 }
 
@@ -210,13 +215,11 @@ impl Command<'_> {
     }
 }
 
-/// Every field of the fixed part of a command or event, before it is judged.
+/// Every field of a command's fixed part, as it is emitted.
 #[derive(Default)]
 struct Fields<'a> {
     flags: u8,
     handle: u32,
-    listener: u32,
-    status: i32,
     ird: u16,
     ord: u16,
     arg: u32,
@@ -273,59 +276,96 @@ pub struct CommandRecord<'a> {
     pub command: Command<'a>,
 }
 
+/// Parts of a command's fixed layout a command kind uses; every other byte must be 0.
+mod used {
+    pub const HANDLE: u8 = 1 << 0;
+    pub const IRD_ORD: u8 = 1 << 1;
+    pub const ARG: u8 = 1 << 2;
+    pub const LOCAL: u8 = 1 << 3;
+    pub const REMOTE: u8 = 1 << 4;
+    pub const PRIVATE_DATA: u8 = 1 << 5;
+}
+
 impl<'a> CommandRecord<'a> {
+    /// Read in place, each field at its constant offset in the fixed part. Canonical form
+    /// is enforced: flags and fields the command does not use must be 0.
     pub fn parse(bytes: &'a [u8]) -> Result<CommandRecord<'a>> {
+        use used::*;
         let (kind, flags, len, tag) = parse_header(bytes)?;
-        let f = Fields {
-            flags,
-            handle: le32(bytes, 8)?,
-            ird: le16(bytes, 12)?,
-            ord: le16(bytes, 14)?,
-            arg: le32(bytes, 16)?,
-            local: Endpoint::parse(bytes.get(20..).unwrap_or(&[]))?,
-            remote: Endpoint::parse(bytes.get(40..).unwrap_or(&[]))?,
-            private_data: parse_private_data(bytes, 60, len)?,
-            ..Fields::default()
-        };
-        let command = match kind {
-            1 => Command::Listen {
-                local: f.local.ok_or(Error::Malformed)?,
-                backlog: f.arg,
-            },
-            2 => Command::Unlisten { listener: f.handle },
-            3 => Command::Connect {
-                local: f.local.ok_or(Error::Malformed)?,
-                remote: f.remote.ok_or(Error::Malformed)?,
-                ird: f.ird,
-                ord: f.ord,
-                qpn: f.arg,
-                mpa_v1: f.flags & FLAG_CONNECT_MPA_V1 != 0,
-                private_data: f.private_data,
-            },
-            4 => Command::Accept {
-                conn: f.handle,
-                ird: f.ird,
-                ord: f.ord,
-                qpn: f.arg,
-                private_data: f.private_data,
-            },
-            5 => Command::Reject {
-                conn: f.handle,
-                private_data: f.private_data,
-            },
-            6 => Command::Disconnect {
-                conn: f.handle,
-                abrupt: f.flags & FLAG_DISCONNECT_ABRUPT != 0,
-            },
-            7 => Command::Release { conn: f.handle },
+        let f = bytes
+            .first_chunk::<COMMAND_FIXED_LEN>()
+            .ok_or(Error::Truncated)?;
+        let private_data = parse_private_data(bytes, 60, len)?;
+        let (uses, allowed_flags) = match kind {
+            1 => (LOCAL | ARG, 0),
+            2 => (HANDLE, 0),
+            3 => (
+                LOCAL | REMOTE | IRD_ORD | ARG | PRIVATE_DATA,
+                FLAG_CONNECT_MPA_V1,
+            ),
+            4 => (HANDLE | IRD_ORD | ARG | PRIVATE_DATA, 0),
+            5 => (HANDLE | PRIVATE_DATA, 0),
+            6 => (HANDLE, FLAG_DISCONNECT_ABRUPT),
+            7 => (HANDLE, 0),
             _ => return Err(Error::Malformed),
         };
-        let record = CommandRecord { tag, command };
-        // Canonical form: undefined flags and fields the command does not use must be 0.
-        if record.fields() != f {
+        let zero_unless =
+            |part: u8, field: &[u8]| uses & part != 0 || field.iter().all(|&b| b == 0);
+        let canonical = flags & !allowed_flags == 0
+            && zero_unless(HANDLE, &f[8..12])
+            && zero_unless(IRD_ORD, &f[12..16])
+            && zero_unless(ARG, &f[16..20])
+            && zero_unless(LOCAL, &f[20..40])
+            && zero_unless(REMOTE, &f[40..60])
+            && zero_unless(PRIVATE_DATA, private_data);
+        if !canonical {
             return Err(Error::Malformed);
         }
-        Ok(record)
+        let endpoint = |part: u8, at: usize| match uses & part {
+            0 => Ok(None),
+            _ => Endpoint::parse(&f[at..at + ENDPOINT_LEN])?
+                .ok_or(Error::Malformed)
+                .map(Some),
+        };
+        let (local, remote) = (endpoint(LOCAL, 20)?, endpoint(REMOTE, 40)?);
+        let handle = u32::from_le_bytes([f[8], f[9], f[10], f[11]]);
+        let ird = u16::from_le_bytes([f[12], f[13]]);
+        let ord = u16::from_le_bytes([f[14], f[15]]);
+        let arg = u32::from_le_bytes([f[16], f[17], f[18], f[19]]);
+        let command = match (kind, local, remote) {
+            (1, Some(local), _) => Command::Listen {
+                local,
+                backlog: arg,
+            },
+            (2, ..) => Command::Unlisten { listener: handle },
+            (3, Some(local), Some(remote)) => Command::Connect {
+                local,
+                remote,
+                ird,
+                ord,
+                qpn: arg,
+                mpa_v1: flags & FLAG_CONNECT_MPA_V1 != 0,
+                private_data,
+            },
+            (4, ..) => Command::Accept {
+                conn: handle,
+                ird,
+                ord,
+                qpn: arg,
+                private_data,
+            },
+            (5, ..) => Command::Reject {
+                conn: handle,
+                private_data,
+            },
+            (6, ..) => Command::Disconnect {
+                conn: handle,
+                abrupt: flags & FLAG_DISCONNECT_ABRUPT != 0,
+            },
+            (7, ..) => Command::Release { conn: handle },
+            _ => return Err(Error::Malformed),
+        };
+        Ok(CommandRecord { tag, command })
     }
 
     fn fields(&self) -> Fields<'a> {
@@ -406,21 +446,6 @@ impl<'a> CommandRecord<'a> {
         put(out, 62, &[0, 0])?;
         put(out, 64, f.private_data)?;
         Ok(len)
-    }
-}
-
-impl PartialEq for Fields<'_> {
-    fn eq(&self, o: &Self) -> bool {
-        (
-            self.flags,
-            self.handle,
-            self.listener,
-            self.status,
-            self.ird,
-            self.ord,
-            self.arg,
-        ) == (o.flags, o.handle, o.listener, o.status, o.ird, o.ord, o.arg)
-            && (self.local, self.remote, self.private_data) == (o.local, o.remote, o.private_data)
     }
 }
 
@@ -537,6 +562,7 @@ impl<'a> Event<'a> {
         EVENT_FIXED_LEN + self.private_data.len()
     }
 
+    /// Written at constant offsets of the fixed part, in place in the host queue's slot.
     pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
         check_private_data(self.private_data)?;
         if self.status > 0 {
@@ -544,17 +570,22 @@ impl<'a> Event<'a> {
         }
         let len = self.buffer_len();
         let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
-        emit_header(out, KIND_EVENT | self.kind as u8, 0, len, self.seq)?;
-        put(out, 8, &self.conn.to_le_bytes())?;
-        put(out, 12, &self.listener.to_le_bytes())?;
-        put(out, 16, &self.status.to_le_bytes())?;
-        put(out, 20, &self.ird.to_le_bytes())?;
-        put(out, 22, &self.ord.to_le_bytes())?;
-        Endpoint::emit(Some(&self.local), &mut out[24..])?;
-        Endpoint::emit(Some(&self.remote), &mut out[44..])?;
-        put(out, 64, &(self.private_data.len() as u16).to_le_bytes())?;
-        put(out, 66, &[0, 0])?;
-        put(out, 68, self.private_data)?;
+        let (f, private_data) = out
+            .split_first_chunk_mut::<EVENT_FIXED_LEN>()
+            .ok_or(Error::BufferTooSmall)?;
+        f[0..2].copy_from_slice(&[KIND_EVENT | self.kind as u8, 0]);
+        f[2..4].copy_from_slice(&(len as u16).to_le_bytes());
+        f[4..8].copy_from_slice(&self.seq.to_le_bytes());
+        f[8..12].copy_from_slice(&self.conn.to_le_bytes());
+        f[12..16].copy_from_slice(&self.listener.to_le_bytes());
+        f[16..20].copy_from_slice(&self.status.to_le_bytes());
+        f[20..22].copy_from_slice(&self.ird.to_le_bytes());
+        f[22..24].copy_from_slice(&self.ord.to_le_bytes());
+        self.local.emit_into(&mut f[24..44]);
+        self.remote.emit_into(&mut f[44..64]);
+        f[64..66].copy_from_slice(&(self.private_data.len() as u16).to_le_bytes());
+        f[66..68].copy_from_slice(&[0, 0]);
+        private_data.copy_from_slice(self.private_data);
         Ok(len)
     }
 }

@@ -127,6 +127,27 @@ proptest! {
         prop_assert_eq!(Record::parse(&buf), Ok(record));
     }
 
+    /// A mutated command parses only if it is canonical: emitting what was parsed gives
+    /// back exactly its bytes (unused fields and flags 0, lengths consistent).
+    #[test]
+    fn commands_parse_only_in_canonical_form(tag in any::<u32>(), command in command(), pd in bytes(16), flips in vec((0usize..80, any::<u8>()), 1..3)) {
+        let command = match command {
+            Command::Accept { conn, ird, ord, qpn, .. } => Command::Accept { conn, ird, ord, qpn, private_data: &pd },
+            other => other,
+        };
+        let record = CommandRecord { tag, command };
+        let mut wire = vec![0u8; record.buffer_len()];
+        record.emit(&mut wire).unwrap();
+        for (at, v) in flips {
+            if let Some(b) = wire.get_mut(at) { *b = v; }
+        }
+        if let Ok(parsed) = CommandRecord::parse(&wire) {
+            let mut again = vec![0u8; parsed.buffer_len()];
+            prop_assert_eq!(parsed.emit(&mut again), Ok(wire.len()));
+            prop_assert_eq!(again, wire);
+        }
+    }
+
     #[test]
     fn completion_round_trips(tag in any::<u32>(), status in i32::MIN..=0, handle in any::<u32>()) {
         let record = Record::Completion(Completion { tag, status, handle });
