@@ -4,6 +4,8 @@
 
 use core::hash::{Hash, Hasher};
 
+use iwnic_proto::host::RecordBuffer;
+
 use crate::counters::Counters;
 
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
@@ -114,16 +116,14 @@ pub trait Hal {
     /// A full queue drops the frame (TCP retransmits).
     fn transmit_frame(&mut self, len: usize);
     /// Copy the next host command record into `buf`; its length, or `None`.
-    fn receive_command(
-        &mut self,
-        buf: &mut [u8; iwnic_proto::host::MAX_RECORD_LEN],
-    ) -> Option<usize>;
+    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize>;
     /// Records (completions, events) the host queue can take now. The firmware takes no
     /// input that could produce a record unless there is room, so none is ever lost.
     fn host_space(&self) -> usize;
     /// Where the next record for the host queue is built, in place as a frame is in
-    /// [`Hal::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes.
-    fn record_buffer(&mut self) -> &mut [u8; iwnic_proto::host::MAX_RECORD_LEN];
+    /// [`Hal::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes on a word
+    /// boundary, as the queue's slots are.
+    fn record_buffer(&mut self) -> &mut RecordBuffer;
     /// Queue the first `len` bytes of [`Hal::record_buffer`], a completion or an event,
     /// to the host.
     fn push_record(&mut self, len: usize);

@@ -6,7 +6,7 @@ use core::hash::{Hash, Hasher};
 use hash32::BuildHasherDefault;
 use heapless::index_map::IndexMap;
 use iwnic_proto::errno::ETIMEDOUT;
-use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
+use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, RecordBuffer, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
 use iwnic_proto::net::{Checksums, SegmentOut};
@@ -207,7 +207,7 @@ pub(crate) struct Listener {
 pub struct Firmware<const N: usize, const B: usize> {
     machine: Machine<N, B>,
     frame: [u8; MAX_FRAME_LEN],
-    command: [u8; MAX_RECORD_LEN],
+    command: RecordBuffer,
 }
 
 /// The tables and the logic; [`Firmware`] adds the receive buffers around it so a
@@ -323,7 +323,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         Firmware {
             machine: Machine::new(config),
             frame: [0; MAX_FRAME_LEN],
-            command: [0; MAX_RECORD_LEN],
+            command: RecordBuffer::ZERO,
         }
     }
 
@@ -368,7 +368,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             let Some(len) = hal.receive_command(&mut self.command) else {
                 break;
             };
-            m.on_command(hal, &self.command[..len.min(MAX_RECORD_LEN)]);
+            m.on_command(hal, &self.command.0[..len.min(MAX_RECORD_LEN)]);
         }
         while hal.host_space() >= RECORDS_PER_INPUT {
             let Some(report) = hal.receive_flow_event() else {
@@ -699,7 +699,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             status,
             handle,
         })
-        .emit(hal.record_buffer())
+        .emit(&mut hal.record_buffer().0)
         {
             hal.push_record(len);
         }
@@ -762,7 +762,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ord,
             private_data,
         };
-        if let Ok(len) = event.emit(hal.record_buffer()) {
+        if let Ok(len) = event.emit(&mut hal.record_buffer().0) {
             hal.push_record(len);
             counters.events_raised += 1;
         }

@@ -3,7 +3,7 @@
 
 use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
 use iwnic_host_driver::InProcessNic;
-use iwnic_proto::host::MAX_RECORD_LEN;
+use iwnic_proto::host::RecordBuffer;
 use smoltcp::time::{Duration, Instant};
 
 use crate::engine::Engine;
@@ -26,7 +26,7 @@ struct NicHal<'a, E: Engine> {
 /// board); the Hal hands them to the engine and the host link from there.
 struct OutBuffers {
     frame: [u8; MAX_FRAME_LEN],
-    record: [u8; MAX_RECORD_LEN],
+    record: RecordBuffer,
 }
 
 impl<E: Engine> Hal for NicHal<'_, E> {
@@ -42,17 +42,17 @@ impl<E: Engine> Hal for NicHal<'_, E> {
     fn transmit_frame(&mut self, len: usize) {
         self.engine.firmware_transmit(&self.buffers.frame[..len]);
     }
-    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
-        self.host.receive_command(buf)
+    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
+        self.host.receive_command(&mut buf.0)
     }
     fn host_space(&self) -> usize {
         self.host.host_space()
     }
-    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+    fn record_buffer(&mut self) -> &mut RecordBuffer {
         &mut self.buffers.record
     }
     fn push_record(&mut self, len: usize) {
-        self.host.push_record(&self.buffers.record[..len]);
+        self.host.push_record(&self.buffers.record.0[..len]);
     }
     fn write_flow(&mut self, flow: &FlowContext) {
         self.engine.write_flow(flow);
@@ -91,7 +91,7 @@ impl<E: Engine> Nic<E> {
             firmware: Box::new(SimFirmware::new(config)),
             buffers: Box::new(OutBuffers {
                 frame: [0; MAX_FRAME_LEN],
-                record: [0; MAX_RECORD_LEN],
+                record: RecordBuffer::ZERO,
             }),
             host,
             firmware_counters: Counters::ZERO,

@@ -2,7 +2,9 @@
 //! fixed buffers and a scripted initiator. It is the on-target proof that the state
 //! machine runs on the soft core's ISA, and the workload of the setup benchmark.
 
-use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, Record, MAX_RECORD_LEN};
+use iwnic_proto::host::{
+    Command, CommandRecord, Endpoint, EventKind, Record, RecordBuffer, MAX_RECORD_LEN,
+};
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
 use smoltcp::time::Instant;
@@ -34,32 +36,59 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
+/// What a queue slot is: a frame-sized byte array, or a word-aligned record buffer.
+trait Slot {
+    const EMPTY: Self;
+    fn bytes(&self) -> &[u8];
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+impl<const SIZE: usize> Slot for [u8; SIZE] {
+    const EMPTY: Self = [0; SIZE];
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl Slot for RecordBuffer {
+    const EMPTY: Self = RecordBuffer::ZERO;
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
 /// into its slot and copied once out, never moved whole.
-struct Ring<const SLOTS: usize, const SIZE: usize> {
-    data: [[u8; SIZE]; SLOTS],
+struct Ring<const SLOTS: usize, S: Slot> {
+    data: [S; SLOTS],
     len: [usize; SLOTS],
     /// Where a string is written while the ring is full, to be dropped.
-    spare: [u8; SIZE],
+    spare: S,
     head: usize,
     count: usize,
 }
 
-impl<const SLOTS: usize, const SIZE: usize> Default for Ring<SLOTS, SIZE> {
+impl<const SLOTS: usize, S: Slot> Default for Ring<SLOTS, S> {
     fn default() -> Self {
         Ring {
-            data: [[0; SIZE]; SLOTS],
+            data: [const { S::EMPTY }; SLOTS],
             len: [0; SLOTS],
-            spare: [0; SIZE],
+            spare: S::EMPTY,
             head: 0,
             count: 0,
         }
     }
 }
 
-impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
+impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
     /// Where the next string is written before [`Ring::commit`] queues it.
-    fn next_slot(&mut self) -> &mut [u8; SIZE] {
+    fn next_slot(&mut self) -> &mut S {
         if self.count == SLOTS {
             return &mut self.spare;
         }
@@ -69,7 +98,7 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
     /// Queue the first `len` bytes of [`Ring::next_slot`]; `false` (and nothing queued)
     /// when full or too long.
     fn commit(&mut self, len: usize) -> bool {
-        if self.count == SLOTS || len > SIZE {
+        if self.count == SLOTS || len > self.spare.bytes().len() {
             return false;
         }
         self.len[(self.head + self.count) % SLOTS] = len;
@@ -79,7 +108,7 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
 
     /// Queue a copy of `bytes`; `false` (and nothing queued) when full or too long.
     fn push(&mut self, bytes: &[u8]) -> bool {
-        match self.next_slot().get_mut(..bytes.len()) {
+        match self.next_slot().bytes_mut().get_mut(..bytes.len()) {
             Some(slot) => slot.copy_from_slice(bytes),
             None => return false,
         }
@@ -92,7 +121,8 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
             return None;
         }
         let (slot, len) = (self.head, self.len[self.head]);
-        out.get_mut(..len)?.copy_from_slice(&self.data[slot][..len]);
+        out.get_mut(..len)?
+            .copy_from_slice(self.data[slot].bytes().get(..len)?);
         self.head = (self.head + 1) % SLOTS;
         self.count -= 1;
         Some(len)
@@ -106,10 +136,10 @@ impl<const SLOTS: usize, const SIZE: usize> Ring<SLOTS, SIZE> {
 /// A NIC made of fixed in-memory queues and a small flow table.
 #[derive(Default)]
 pub struct MemoryNic {
-    rx: Ring<2, FRAME>,
-    tx: Ring<4, MAX_FRAME_LEN>,
-    commands: Ring<2, MAX_RECORD_LEN>,
-    records: Ring<4, MAX_RECORD_LEN>,
+    rx: Ring<2, [u8; FRAME]>,
+    tx: Ring<4, [u8; MAX_FRAME_LEN]>,
+    commands: Ring<2, RecordBuffer>,
+    records: Ring<4, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
     flows: [Option<FlowContext>; FLOWS],
 }
@@ -125,13 +155,13 @@ impl Hal for MemoryNic {
         // A full queue drops the frame, like the hardware TX queue.
         self.tx.commit(len);
     }
-    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
-        self.commands.pop_into(buf)
+    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
+        self.commands.pop_into(&mut buf.0)
     }
     fn host_space(&self) -> usize {
         self.records.room()
     }
-    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
+    fn record_buffer(&mut self) -> &mut RecordBuffer {
         self.records.next_slot()
     }
     fn push_record(&mut self, len: usize) {

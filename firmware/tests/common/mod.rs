@@ -8,7 +8,7 @@ use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MA
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{
-    Command, CommandRecord, Completion, Endpoint, EventKind, Record, MAX_RECORD_LEN,
+    Command, CommandRecord, Completion, Endpoint, EventKind, Record, RecordBuffer, MAX_RECORD_LEN,
 };
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
@@ -48,7 +48,7 @@ pub struct ScriptedHal {
     pub counters: Counters,
     /// Where the firmware builds its next frame and record.
     pub tx_buffer: Buffer<MAX_FRAME_LEN>,
-    pub record_buffer: Buffer<MAX_RECORD_LEN>,
+    pub record_buffer: Box<RecordBuffer>,
 }
 
 /// A zeroed byte buffer on the heap (arrays this long have no `Default`).
@@ -73,7 +73,8 @@ impl Hal for ScriptedHal {
     fn transmit_frame(&mut self, len: usize) {
         self.tx.push(self.tx_buffer.0[..len].to_vec());
     }
-    fn receive_command(&mut self, buf: &mut [u8; MAX_RECORD_LEN]) -> Option<usize> {
+    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
+        let buf = &mut buf.0;
         let record = self.commands.pop_front()?;
         let len = record.len().min(MAX_RECORD_LEN);
         buf[..len].copy_from_slice(&record[..len]);
@@ -82,8 +83,8 @@ impl Hal for ScriptedHal {
     fn host_space(&self) -> usize {
         self.host_room.saturating_sub(self.records.len())
     }
-    fn record_buffer(&mut self) -> &mut [u8; MAX_RECORD_LEN] {
-        &mut self.record_buffer.0
+    fn record_buffer(&mut self) -> &mut RecordBuffer {
+        &mut self.record_buffer
     }
     fn push_record(&mut self, len: usize) {
         assert!(
