@@ -11,6 +11,23 @@ use crate::counters::Counters;
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
+/// Room for one frame, on a word boundary as the NIC's queue slots are (the counterpart
+/// of [`RecordBuffer`]): the segment builder is inlined into the firmware, so the
+/// header words at multiples of 4 become single stores where the bytes allow it.
+#[derive(Clone)]
+#[repr(C, align(4))]
+pub struct FrameBuffer(pub [u8; MAX_FRAME_LEN]);
+
+impl FrameBuffer {
+    pub const ZERO: FrameBuffer = FrameBuffer([0; MAX_FRAME_LEN]);
+}
+
+impl Default for FrameBuffer {
+    fn default() -> Self {
+        FrameBuffer::ZERO
+    }
+}
+
 /// A TCP connection's addresses as seen from this NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FourTuple {
@@ -107,11 +124,11 @@ pub struct FlowEvent {
 /// it is passed to [`crate::Firmware::poll`].
 pub trait Hal {
     /// Copy the next frame of the firmware RX queue into `buf`; its length, or `None`.
-    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize>;
+    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize>;
     /// Where the next frame for the firmware TX queue is built: the firmware writes it
     /// in place (on the board, the queue's free slot in the soft core's memory), so no
     /// frame is copied on its way out.
-    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN];
+    fn transmit_buffer(&mut self) -> &mut FrameBuffer;
     /// Queue the first `len` bytes of [`Hal::transmit_buffer`] on the firmware TX queue.
     /// A full queue drops the frame (TCP retransmits).
     fn transmit_frame(&mut self, len: usize);

@@ -30,5 +30,5 @@ mod timer;
 
 pub use config::Config;
 pub use counters::Counters;
-pub use hal::{FlowContext, FlowEvent, FlowEventKind, FourTuple, Hal, MAX_FRAME_LEN};
+pub use hal::{FlowContext, FlowEvent, FlowEventKind, FourTuple, FrameBuffer, Hal, MAX_FRAME_LEN};
 pub use machine::{Firmware, State, CONNECTION_ENTRY_BYTES, MAX_LISTENERS};

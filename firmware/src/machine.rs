@@ -15,7 +15,7 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FourTuple, Hal, WordHasher, MAX_FRAME_LEN};
+use crate::hal::{FlowContext, FourTuple, FrameBuffer, Hal, WordHasher, MAX_FRAME_LEN};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::timer::{Clock, TimerWheel};
@@ -206,7 +206,7 @@ pub(crate) struct Listener {
 /// it sends are built in place in the Hal's queues.
 pub struct Firmware<const N: usize, const B: usize> {
     machine: Machine<N, B>,
-    frame: [u8; MAX_FRAME_LEN],
+    frame: FrameBuffer,
     command: RecordBuffer,
 }
 
@@ -303,7 +303,7 @@ fn transmit<H: Hal>(
         counters.resets_sent += 1;
     }
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
-    if let Ok(len) = segment.emit(payload, hal.transmit_buffer(), checksums) {
+    if let Ok(len) = segment.emit(payload, &mut hal.transmit_buffer().0, checksums) {
         hal.transmit_frame(len);
         counters.frames_sent += 1;
     }
@@ -322,7 +322,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     pub const fn new(config: Config) -> Self {
         Firmware {
             machine: Machine::new(config),
-            frame: [0; MAX_FRAME_LEN],
+            frame: FrameBuffer::ZERO,
             command: RecordBuffer::ZERO,
         }
     }
@@ -381,7 +381,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
                 break;
             };
             m.counters.frames_received += 1;
-            m.on_frame(hal, &self.frame[..len.min(MAX_FRAME_LEN)]);
+            m.on_frame(hal, &self.frame.0[..len.min(MAX_FRAME_LEN)]);
         }
         while hal.host_space() >= RECORDS_PER_INPUT {
             let Some(i) = m.timers.next_expired(m.now_ms) else {

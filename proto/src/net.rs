@@ -381,6 +381,7 @@ impl SegmentOut {
     /// offsets after a single bounds check, where `smoltcp`'s setters check and locate
     /// every field on its own (about half the instructions on riscv32). The software
     /// checksums are left to `smoltcp`.
+    #[inline]
     pub fn emit(&self, payload: &[u8], buffer: &mut [u8], checksums: Checksums) -> Result<usize> {
         const IP: usize = ETHERNET_HEADER_LEN;
         const TCP: usize = IP + IPV4_HEADER_LEN;
@@ -420,15 +421,20 @@ impl SegmentOut {
         h[TCP + 13] = flags;
         h[TCP + 14..TCP + 16].copy_from_slice(&self.window.to_be_bytes());
         h[TCP + 16..TCP + 20].copy_from_slice(&[0; 4]); // checksum, urgent pointer
-        let (options, body) = rest.split_at_mut(tcp_header_len - 20);
-        if let Some((mss, shift)) = self.syn_options {
+                                                        // Ethernet padding lies within the 6 bytes after a 54-byte header: zero them
+                                                        // first (fixed-size stores), then write options and payload over them.
+        if let Some(padding) = rest.first_chunk_mut::<{ MIN_FRAME_LEN - TCP - TCP_HEADER_LEN }>() {
+            *padding = [0; MIN_FRAME_LEN - TCP - TCP_HEADER_LEN];
+        }
+        if let (Some((mss, shift)), Some(options)) = (self.syn_options, rest.first_chunk_mut()) {
             // MSS, window scale, end of list: the bytes smoltcp's options emit.
             let [mss_hi, mss_lo] = mss.to_be_bytes();
-            options.copy_from_slice(&[2, 4, mss_hi, mss_lo, 3, 3, shift, 0]);
+            *options = [2, 4, mss_hi, mss_lo, 3, 3, shift, 0];
         }
-        let (data, padding) = body.split_at_mut(payload.len());
-        data.copy_from_slice(payload);
-        padding.fill(0);
+        // Most control segments carry no payload: no library call for nothing.
+        if !payload.is_empty() {
+            rest[tcp_header_len - TCP_HEADER_LEN..][..payload.len()].copy_from_slice(payload);
+        }
         if checksums == Checksums::Software {
             let mut ip = Ipv4Packet::new_unchecked(&mut out[IP..]);
             ip.fill_checksum();

@@ -1,7 +1,9 @@
 //! One simulated NIC: a datapath engine, the real firmware polled in the loop, and the
 //! NIC's end of the host link that a host driver opens.
 
-use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+use iwnic_firmware::{
+    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, MAX_FRAME_LEN,
+};
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
 use smoltcp::time::{Duration, Instant};
@@ -25,22 +27,23 @@ struct NicHal<'a, E: Engine> {
 /// Where the firmware builds its next frame and record (the queues' free slots on a
 /// board); the Hal hands them to the engine and the host link from there.
 struct OutBuffers {
-    frame: [u8; MAX_FRAME_LEN],
+    frame: FrameBuffer,
     record: RecordBuffer,
 }
 
 impl<E: Engine> Hal for NicHal<'_, E> {
-    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
+    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
+        let buf = &mut buf.0;
         let frame = self.engine.firmware_receive()?;
         let len = frame.len().min(MAX_FRAME_LEN);
         buf[..len].copy_from_slice(&frame[..len]);
         Some(len)
     }
-    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
         &mut self.buffers.frame
     }
     fn transmit_frame(&mut self, len: usize) {
-        self.engine.firmware_transmit(&self.buffers.frame[..len]);
+        self.engine.firmware_transmit(&self.buffers.frame.0[..len]);
     }
     fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
         self.host.receive_command(&mut buf.0)
@@ -90,7 +93,7 @@ impl<E: Engine> Nic<E> {
             engine,
             firmware: Box::new(SimFirmware::new(config)),
             buffers: Box::new(OutBuffers {
-                frame: [0; MAX_FRAME_LEN],
+                frame: FrameBuffer::ZERO,
                 record: RecordBuffer::ZERO,
             }),
             host,

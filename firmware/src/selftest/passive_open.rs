@@ -10,7 +10,7 @@ use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
-use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal};
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
@@ -36,7 +36,7 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
-/// What a queue slot is: a frame-sized byte array, or a word-aligned record buffer.
+/// What a queue slot is: a byte array, or a word-aligned frame or record buffer.
 trait Slot {
     const EMPTY: Self;
     fn bytes(&self) -> &[u8];
@@ -55,6 +55,16 @@ impl<const SIZE: usize> Slot for [u8; SIZE] {
 
 impl Slot for RecordBuffer {
     const EMPTY: Self = RecordBuffer::ZERO;
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Slot for FrameBuffer {
+    const EMPTY: Self = FrameBuffer::ZERO;
     fn bytes(&self) -> &[u8] {
         &self.0
     }
@@ -137,7 +147,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
 #[derive(Default)]
 pub struct MemoryNic {
     rx: Ring<2, [u8; FRAME]>,
-    tx: Ring<4, [u8; MAX_FRAME_LEN]>,
+    tx: Ring<4, FrameBuffer>,
     commands: Ring<2, RecordBuffer>,
     records: Ring<4, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
@@ -145,10 +155,10 @@ pub struct MemoryNic {
 }
 
 impl Hal for MemoryNic {
-    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
-        self.rx.pop_into(buf)
+    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
+        self.rx.pop_into(&mut buf.0)
     }
-    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
+    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
         self.tx.next_slot()
     }
     fn transmit_frame(&mut self, len: usize) {

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, Hal, MAX_FRAME_LEN};
+use iwnic_firmware::{
+    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, MAX_FRAME_LEN,
+};
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{
@@ -47,28 +49,20 @@ pub struct ScriptedHal {
     pub flow_events: VecDeque<FlowEvent>,
     pub counters: Counters,
     /// Where the firmware builds its next frame and record.
-    pub tx_buffer: Buffer<MAX_FRAME_LEN>,
+    pub tx_buffer: Box<FrameBuffer>,
     pub record_buffer: Box<RecordBuffer>,
 }
 
-/// A zeroed byte buffer on the heap (arrays this long have no `Default`).
-pub struct Buffer<const N: usize>(Box<[u8; N]>);
-
-impl<const N: usize> Default for Buffer<N> {
-    fn default() -> Self {
-        Buffer(Box::new([0; N]))
-    }
-}
-
 impl Hal for ScriptedHal {
-    fn receive_frame(&mut self, buf: &mut [u8; MAX_FRAME_LEN]) -> Option<usize> {
+    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
+        let buf = &mut buf.0;
         let frame = self.rx.pop_front()?;
         let len = frame.len().min(MAX_FRAME_LEN);
         buf[..len].copy_from_slice(&frame[..len]);
         Some(len)
     }
-    fn transmit_buffer(&mut self) -> &mut [u8; MAX_FRAME_LEN] {
-        &mut self.tx_buffer.0
+    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
+        &mut self.tx_buffer
     }
     fn transmit_frame(&mut self, len: usize) {
         self.tx.push(self.tx_buffer.0[..len].to_vec());
