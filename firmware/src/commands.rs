@@ -318,7 +318,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         hal: &mut H,
         i: usize,
         kind: EventKind,
-        private_data: PrivateData,
+        private_data: PrivateData<'_>,
     ) {
         self.counters.connections_established += 1;
         self.conns[i].owed = Owed::Close;

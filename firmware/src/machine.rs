@@ -285,8 +285,10 @@ impl Payload<'_> {
 
 /// Where an event's private data comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PrivateData {
+pub(crate) enum PrivateData<'p> {
     None,
+    /// The application's private data of an MPA frame judged where it arrived.
+    Bytes(&'p [u8]),
     /// The MPA frame collected in the connection's negotiation buffer.
     OfReceivedFrame,
 }
@@ -712,7 +714,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         i: usize,
         kind: EventKind,
         status: i32,
-        private_data: PrivateData,
+        private_data: PrivateData<'_>,
     ) {
         let Machine {
             conns,
@@ -743,6 +745,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         let private_data = match private_data {
             PrivateData::None => &[][..],
+            PrivateData::Bytes(bytes) => bytes,
             // The application's part of the MPA frame collected in the negotiation buffer.
             PrivateData::OfReceivedFrame => buffers
                 .get(usize::from(c.buffer))

@@ -2,9 +2,9 @@
 
 use iwnic_proto::ddp::{llp_code, MessageRepr, TerminateRepr};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
-use iwnic_proto::fpdu::{fpdu_len, FpduRepr, LENGTH_LEN};
+use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
-use iwnic_proto::mpa::{Frame, FrameRepr, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
+use iwnic_proto::mpa::{Frame, FrameRepr, RtrTypes, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
 use iwnic_proto::net::{SegmentOut, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
@@ -16,6 +16,26 @@ use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 enum RtrError {
     Crc,
     Mismatch,
+}
+
+/// The initiator's RTR at the start of `rx`: its FPDU length once complete and of the
+/// `agreed` type, `None` while incomplete.
+fn judge_rtr(rx: &[u8], agreed: RtrTypes) -> Result<Option<usize>, RtrError> {
+    let Some(&[hi, lo]) = rx.first_chunk() else {
+        return Ok(None);
+    };
+    let total = fpdu_len(usize::from(u16::from_be_bytes([hi, lo])));
+    if total > MPA_MAX_FRAME_LEN {
+        return Err(RtrError::Mismatch);
+    }
+    let Some(fpdu) = rx.get(..total) else {
+        return Ok(None);
+    };
+    match FpduRepr::parse(fpdu).and_then(|f| MessageRepr::parse(f.ulpdu)) {
+        Ok(m) if m.rtr_type() == Some(agreed) => Ok(Some(total)),
+        Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
+        _ => Err(RtrError::Mismatch),
+    }
 }
 
 /// Signed distance from `b` to `a` on the sequence-number circle.
@@ -311,21 +331,39 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         take
     }
 
-    /// The responder collects the MPA request.
+    /// The responder collects the MPA request. One that arrives whole in a segment (the
+    /// usual case) is judged where it lies and its private data raised from there; one
+    /// in pieces is collected in the negotiation buffer first.
     fn request_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
-        let take = self.collect(i, payload);
-        let overflow = take < payload.len();
-        self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
-        let Some(b) = self.buffers.get(usize::from(self.conns[i].buffer)) else {
+        let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
             return;
         };
-        let rx = b.rx();
-        let judged = FrameRepr::parse_bytes(rx).map(|frame| {
-            let (neg, verdict) = negotiation::judge_request(&frame, &mut self.counters);
-            let extra = Frame::<&[u8]>::frame_len(rx).map_or(true, |len| len < rx.len());
-            (neg, verdict, extra)
-        });
-        let (neg, verdict, extra) = match judged {
+        let whole =
+            have == 0 && Frame::<&[u8]>::frame_len(payload).is_ok_and(|len| len <= payload.len());
+        let take = match whole {
+            true => payload.len().min(MPA_MAX_FRAME_LEN),
+            false => self.collect(i, payload),
+        };
+        let overflow = take < payload.len();
+        self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
+        let counters = &mut self.counters;
+        let mut judge = |rx: &[u8]| {
+            FrameRepr::parse_bytes(rx).map(|frame| {
+                let (neg, verdict) = negotiation::judge_request(&frame, counters);
+                let frame_len = Frame::<&[u8]>::frame_len(rx).unwrap_or(usize::MAX);
+                // The application's private data ends the frame.
+                let private_data = frame_len.saturating_sub(frame.private_data.len())..frame_len;
+                (neg, verdict, frame_len < rx.len(), private_data)
+            })
+        };
+        let judged = match whole {
+            true => judge(payload),
+            false => match self.buffers.get(usize::from(self.conns[i].buffer)) {
+                Some(b) => judge(b.rx()),
+                None => return,
+            },
+        };
+        let (neg, verdict, extra, private_data) = match judged {
             Ok(judged) => judged,
             Err(Error::Truncated) if !fin && !overflow => return self.send_ack(hal, i),
             Err(error) => {
@@ -370,13 +408,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].owed = Owed::Answer;
         self.timers.disarm(i);
         self.send_ack(hal, i);
-        self.raise(
-            hal,
-            i,
-            EventKind::ConnectRequest,
-            0,
-            PrivateData::OfReceivedFrame,
-        );
+        let private_data = match whole {
+            true => PrivateData::Bytes(payload.get(private_data).unwrap_or(&[])),
+            false => PrivateData::OfReceivedFrame,
+        };
+        self.raise(hal, i, EventKind::ConnectRequest, 0, private_data);
         self.release_buffer(i);
     }
 
@@ -392,27 +428,23 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if fin {
             return self.abort(hal, i, -ECONNRESET);
         }
-        let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
-        let take = self.collect(i, payload);
-        let agreed = self.conns[i].neg.rtr;
-        let Some(b) = self.buffers.get(usize::from(self.conns[i].buffer)) else {
+        let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
             return;
         };
-        let rx = b.rx();
-        let total = rx
-            .get(..LENGTH_LEN)
-            .map(|l| fpdu_len(usize::from(u16::from_be_bytes([l[0], l[1]]))));
-        let check = match total {
-            Some(total) if total > MPA_MAX_FRAME_LEN => Err(RtrError::Mismatch),
-            Some(total) if total <= rx.len() => {
-                match FpduRepr::parse(&rx[..total]).and_then(|f| MessageRepr::parse(f.ulpdu)) {
-                    Ok(m) if m.rtr_type() == Some(agreed) => Ok(Some(total)),
-                    Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
-                    _ => Err(RtrError::Mismatch),
-                }
-            }
+        let agreed = self.conns[i].neg.rtr;
+        // An RTR that arrives whole (the usual case) is judged where it lies; pieces are
+        // collected in the negotiation buffer and judged there.
+        let mut check = match have {
+            0 => judge_rtr(payload, agreed),
             _ => Ok(None),
         };
+        let mut take = 0;
+        if let Ok(None) = check {
+            take = self.collect(i, payload);
+            if let (true, Some(b)) = (have > 0, self.buffer(i)) {
+                check = judge_rtr(b.rx(), agreed);
+            }
+        }
         let total = match check {
             Ok(Some(total)) => total,
             Ok(None) => {
