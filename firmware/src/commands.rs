@@ -5,7 +5,7 @@ use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, IpAddr};
 use iwnic_proto::mpa::{FrameRepr, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FourTuple, Hal};
+use crate::hal::{FourTuple, Nic};
 use crate::log::fw_warn;
 use crate::machine::{Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS};
 use crate::negotiation;
@@ -14,7 +14,7 @@ use crate::negotiation;
 const DEFAULT_BACKLOG: u32 = 256;
 
 impl<const N: usize, const B: usize> Machine<N, B> {
-    pub(crate) fn on_command<H: Hal>(&mut self, hal: &mut H, bytes: &[u8]) {
+    pub(crate) fn on_command<H: Nic>(&mut self, hal: &mut H, bytes: &[u8]) {
         let record = match CommandRecord::parse(bytes) {
             Ok(record) => record,
             Err(_) => {
@@ -119,7 +119,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Stop listening. Requests never raised to the host are dropped and their connections
     /// reset; raised ones survive (rule 10).
-    fn unlisten<H: Hal>(&mut self, hal: &mut H, handle: u32) -> i32 {
+    fn unlisten<H: Nic>(&mut self, hal: &mut H, handle: u32) -> i32 {
         let Some(slot) = self.listener_index(handle) else {
             return -EINVAL;
         };
@@ -164,7 +164,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn connect<H: Hal>(
+    fn connect<H: Nic>(
         &mut self,
         hal: &mut H,
         local: Endpoint,
@@ -244,7 +244,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Send the stream bytes staged in the buffer (a reply): one segment, optionally
     /// with FIN, and the retransmission timer.
-    pub(crate) fn send_staged<H: Hal>(&mut self, hal: &mut H, i: usize, fin: bool) {
+    pub(crate) fn send_staged<H: Nic>(&mut self, hal: &mut H, i: usize, fin: bool) {
         let len = self.buffer(i).map_or(0, |b| b.tx().len());
         let seq = self.conns[i].snd_nxt;
         let control = if fin {
@@ -261,7 +261,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// Accept a raised request: send the reply and hand the flow to the datapath. In
     /// peer-to-peer mode the completion waits for the initiator's RTR, so a connection
     /// that dies first fails the accept (rule 5) instead of raising a lone CLOSE.
-    fn accept<H: Hal>(
+    fn accept<H: Nic>(
         &mut self,
         hal: &mut H,
         tag: u32,
@@ -313,7 +313,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Raise ESTABLISHED or CONNECT_REPLY 0 and count the connection.
-    pub(crate) fn established<H: Hal>(
+    pub(crate) fn established<H: Nic>(
         &mut self,
         hal: &mut H,
         i: usize,
@@ -326,7 +326,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Reject a raised request: a reply with R=1 and the private data, then FIN.
-    fn reject<H: Hal>(&mut self, hal: &mut H, conn: u32, private_data: &[u8]) -> i32 {
+    fn reject<H: Nic>(&mut self, hal: &mut H, conn: u32, private_data: &[u8]) -> i32 {
         let i = match self.lookup(conn) {
             Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => i,
             Lookup::Gone => return -ECONNRESET,
@@ -344,7 +344,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Reply with R=1 and close gracefully, telling the host nothing.
-    pub(crate) fn send_reject<H: Hal>(&mut self, hal: &mut H, i: usize, private_data: &[u8]) {
+    pub(crate) fn send_reject<H: Nic>(&mut self, hal: &mut H, i: usize, private_data: &[u8]) {
         self.leave_listener(i);
         let neg = self.conns[i].neg;
         let frame = negotiation::reject(&neg, private_data);
@@ -358,7 +358,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.arm(i, true, false);
     }
 
-    fn disconnect<H: Hal>(&mut self, hal: &mut H, tag: u32, conn: u32, abrupt: bool) {
+    fn disconnect<H: Nic>(&mut self, hal: &mut H, tag: u32, conn: u32, abrupt: bool) {
         let i = match self.lookup(conn) {
             Lookup::Live(i) => i,
             // Already closed: nothing to do, as in IDLE.
@@ -387,7 +387,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The host forgets the connection: it is aborted if open, and raises nothing more.
-    fn release<H: Hal>(&mut self, hal: &mut H, tag: u32, conn: u32) {
+    fn release<H: Nic>(&mut self, hal: &mut H, tag: u32, conn: u32) {
         let i = match self.lookup(conn) {
             Lookup::Live(i) => i,
             Lookup::Gone => return self.complete(hal, tag, 0, 0),

@@ -11,9 +11,9 @@ use crate::counters::Counters;
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
-/// Room for one frame, on a word boundary as the NIC's queue slots are (the counterpart
-/// of [`RecordBuffer`]): the segment builder is inlined into the firmware, so the
-/// header words at multiples of 4 become single stores where the bytes allow it.
+/// Room for one frame to send, on a word boundary as the NIC's queue slots are (the
+/// counterpart of [`RecordBuffer`]): the segment builder is inlined into the firmware,
+/// so the header words at multiples of 4 become single stores where the bytes allow it.
 #[derive(Clone)]
 #[repr(C, align(4))]
 pub struct FrameBuffer(pub [u8; MAX_FRAME_LEN]);
@@ -120,28 +120,48 @@ pub struct FlowEvent {
     pub kind: FlowEventKind,
 }
 
-/// Everything the firmware does to the NIC goes through this trait; time is not here:
-/// it is passed to [`crate::Firmware::poll`].
+/// Everything the firmware reaches the NIC through: its two input queues (frames from
+/// the datapath, commands from the host), read in place, and the [`Nic`] it acts on.
+/// Time is not here: it is passed to [`crate::Firmware::poll`].
+///
+/// An input stays at the head of its queue while the firmware handles it and is popped
+/// after, so nothing is copied on the way in (on the board the queues are memory the soft
+/// core reads; the firmware touches only the bytes it looks at). The head comes with the
+/// rest of the NIC beside it, since handling an input acts on the NIC while reading it.
 pub trait Hal {
-    /// Copy the next frame of the firmware RX queue into `buf`; its length, or `None`.
-    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize>;
+    /// The NIC without its input queues.
+    type Nic: Nic;
+    fn nic(&mut self) -> &mut Self::Nic;
+    /// The frame at the head of the firmware RX queue, in place, and the NIC.
+    fn next_frame(&mut self) -> (Option<&[u8]>, &mut Self::Nic);
+    /// Free the head frame's slot.
+    fn pop_frame(&mut self);
+    /// The host command at the head of its queue, in place (its slot and length), and
+    /// the NIC.
+    fn next_command(&mut self) -> (Option<(&RecordBuffer, usize)>, &mut Self::Nic);
+    /// Free the head command's slot.
+    fn pop_command(&mut self);
+}
+
+/// What the firmware does to the NIC: build frames and host records in place in its
+/// output queues, install and read the datapath's flow contexts, take the datapath's
+/// reports, publish counters.
+pub trait Nic {
     /// Where the next frame for the firmware TX queue is built: the firmware writes it
     /// in place (on the board, the queue's free slot in the soft core's memory), so no
     /// frame is copied on its way out.
     fn transmit_buffer(&mut self) -> &mut FrameBuffer;
-    /// Queue the first `len` bytes of [`Hal::transmit_buffer`] on the firmware TX queue.
+    /// Queue the first `len` bytes of [`Nic::transmit_buffer`] on the firmware TX queue.
     /// A full queue drops the frame (TCP retransmits).
     fn transmit_frame(&mut self, len: usize);
-    /// Copy the next host command record into `buf`; its length, or `None`.
-    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize>;
     /// Records (completions, events) the host queue can take now. The firmware takes no
     /// input that could produce a record unless there is room, so none is ever lost.
     fn host_space(&self) -> usize;
     /// Where the next record for the host queue is built, in place as a frame is in
-    /// [`Hal::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes on a word
+    /// [`Nic::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes on a word
     /// boundary, as the queue's slots are.
     fn record_buffer(&mut self) -> &mut RecordBuffer;
-    /// Queue the first `len` bytes of [`Hal::record_buffer`], a completion or an event,
+    /// Queue the first `len` bytes of [`Nic::record_buffer`], a completion or an event,
     /// to the host.
     fn push_record(&mut self, len: usize);
     /// Install or update a flow in the datapath.

@@ -6,7 +6,7 @@ use core::hash::{Hash, Hasher};
 use hash32::BuildHasherDefault;
 use heapless::index_map::IndexMap;
 use iwnic_proto::errno::ETIMEDOUT;
-use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, RecordBuffer, MAX_RECORD_LEN};
+use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
 use iwnic_proto::net::{Checksums, SegmentOut};
@@ -15,7 +15,7 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FourTuple, FrameBuffer, Hal, WordHasher, MAX_FRAME_LEN};
+use crate::hal::{FlowContext, FourTuple, Hal, Nic, WordHasher};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::timer::{Clock, TimerWheel};
@@ -201,17 +201,15 @@ pub(crate) struct Listener {
 /// The connection state machine of one NIC: `N` connections (a power of two, for the
 /// 4-tuple index), `B` negotiation buffers (connections negotiating MPA at once).
 ///
-/// It owns every byte it works in: the tables, and buffers for one received frame and
-/// one host command, so a poll clears no large buffers on the stack. Frames and records
-/// it sends are built in place in the Hal's queues.
+/// It owns every byte it works in: the tables and the negotiation buffers, so a poll
+/// clears no large buffers on the stack. Frames and commands are read in place in the
+/// Hal's input queues; frames and records it sends are built in place in its output
+/// queues.
 pub struct Firmware<const N: usize, const B: usize> {
     machine: Machine<N, B>,
-    frame: FrameBuffer,
-    command: RecordBuffer,
 }
 
-/// The tables and the logic; [`Firmware`] adds the receive buffers around it so a
-/// received frame can be read while the machine changes.
+/// The tables and the logic behind [`Firmware`]'s public face.
 pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) config: Config,
     pub(crate) conns: [Conn; N],
@@ -294,7 +292,7 @@ pub(crate) enum PrivateData<'p> {
 }
 
 /// Build `segment` with `payload` in the Hal's transmit buffer and queue it.
-fn transmit<H: Hal>(
+fn transmit<H: Nic>(
     checksums: Checksums,
     counters: &mut Counters,
     hal: &mut H,
@@ -324,8 +322,6 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     pub const fn new(config: Config) -> Self {
         Firmware {
             machine: Machine::new(config),
-            frame: FrameBuffer::ZERO,
-            command: RecordBuffer::ZERO,
         }
     }
 
@@ -366,35 +362,39 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
     pub fn poll<H: Hal>(&mut self, hal: &mut H, now: Instant) {
         let m = &mut self.machine;
         m.set_time(now);
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(len) = hal.receive_command(&mut self.command) else {
+        while hal.nic().host_space() >= RECORDS_PER_INPUT {
+            let (Some((record, len)), nic) = hal.next_command() else {
                 break;
             };
-            m.on_command(hal, &self.command.0[..len.min(MAX_RECORD_LEN)]);
+            m.on_command(nic, &record.0[..len.min(MAX_RECORD_LEN)]);
+            hal.pop_command();
         }
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(report) = hal.receive_flow_event() else {
+        let nic = hal.nic();
+        while nic.host_space() >= RECORDS_PER_INPUT {
+            let Some(report) = nic.receive_flow_event() else {
                 break;
             };
-            m.on_flow_event(hal, report);
+            m.on_flow_event(nic, report);
         }
-        while hal.host_space() >= RECORDS_PER_INPUT {
-            let Some(len) = hal.receive_frame(&mut self.frame) else {
+        while hal.nic().host_space() >= RECORDS_PER_INPUT {
+            let (Some(frame), nic) = hal.next_frame() else {
                 break;
             };
             m.counters.frames_received += 1;
-            m.on_frame(hal, &self.frame.0[..len.min(MAX_FRAME_LEN)]);
+            m.on_frame(nic, frame);
+            hal.pop_frame();
         }
-        while hal.host_space() >= RECORDS_PER_INPUT {
+        let nic = hal.nic();
+        while nic.host_space() >= RECORDS_PER_INPUT {
             let Some(i) = m.timers.next_expired(m.now_ms) else {
                 break;
             };
-            m.on_timer(hal, i);
+            m.on_timer(nic, i);
         }
         // Counters reach the register window once per millisecond at most: fresh enough
         // for anyone reading them, and no copy on every poll of a busy millisecond.
         if m.now_ms != m.published_at && m.counters != m.published {
-            hal.publish_counters(&m.counters);
+            nic.publish_counters(&m.counters);
             m.published = m.counters;
             m.published_at = m.now_ms;
         }
@@ -639,7 +639,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Send a segment of connection `i`: `control`, sequence number `seq`, acknowledging
     /// `rcv_nxt` (except on an active SYN), with `payload`.
-    pub(crate) fn send<H: Hal>(
+    pub(crate) fn send<H: Nic>(
         &mut self,
         hal: &mut H,
         i: usize,
@@ -682,17 +682,17 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
-    pub(crate) fn send_stray<H: Hal>(&mut self, hal: &mut H, segment: &SegmentOut) {
+    pub(crate) fn send_stray<H: Nic>(&mut self, hal: &mut H, segment: &SegmentOut) {
         transmit(self.config.checksums, &mut self.counters, hal, segment, &[]);
     }
 
     /// Send RST at `snd_nxt`.
-    pub(crate) fn send_rst<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn send_rst<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
         self.send(hal, i, TcpControl::Rst, seq, Payload::NONE);
     }
 
-    pub(crate) fn complete<H: Hal>(&mut self, hal: &mut H, tag: u32, status: i32, handle: u32) {
+    pub(crate) fn complete<H: Nic>(&mut self, hal: &mut H, tag: u32, status: i32, handle: u32) {
         if status != 0 {
             self.counters.commands_failed += 1;
         }
@@ -708,7 +708,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Raise an event about connection `i`, carrying `private_data`.
-    pub(crate) fn raise<H: Hal>(
+    pub(crate) fn raise<H: Nic>(
         &mut self,
         hal: &mut H,
         i: usize,
@@ -773,7 +773,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Give the host what it is owed for a connection that failed with `status`, then
     /// forget the handle.
-    pub(crate) fn settle<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+    pub(crate) fn settle<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
         match self.conns[i].owed {
             Owed::Nothing | Owed::Answer => {}
             Owed::ConnectReply => {
@@ -789,7 +789,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Abort: RST if the peer knows the connection, settle with `status`, free.
-    pub(crate) fn abort<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+    pub(crate) fn abort<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
         fw_debug!("connection {=usize} aborted, status {=i32}", i, status);
         self.take_back_flow(hal, i);
         if self.conns[i].state != State::SynSent && self.conns[i].state != State::TimeWait {
@@ -799,21 +799,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The connection ends without a word to the peer (it reset us, or never answered).
-    pub(crate) fn drop_connection<H: Hal>(&mut self, hal: &mut H, i: usize, status: i32) {
+    pub(crate) fn drop_connection<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
         self.take_back_flow(hal, i);
         self.settle(hal, i, status);
         self.free(i);
     }
 
     /// Hand connection `i` to the datapath at its current sequence numbers.
-    pub(crate) fn install_flow<H: Hal>(&mut self, hal: &mut H, i: usize, rtr_expected: bool) {
+    pub(crate) fn install_flow<H: Nic>(&mut self, hal: &mut H, i: usize, rtr_expected: bool) {
         let ctx = self.flow_context(i, rtr_expected);
         hal.write_flow(&ctx);
         self.conns[i].in_datapath = true;
     }
 
     /// End FPDU mode for `i`: read the datapath's sequence numbers back and remove the flow.
-    pub(crate) fn take_back_flow<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn take_back_flow<H: Nic>(&mut self, hal: &mut H, i: usize) {
         if !self.conns[i].in_datapath {
             return;
         }
@@ -851,7 +851,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     // ---- timers ---------------------------------------------------------------------
 
-    fn on_timer<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn on_timer<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let (syn_retries, data_retries) = (self.config.syn_retries, self.config.data_retries);
         match self.conns[i].state {
             State::Free => {}
@@ -916,7 +916,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Send again what the peer has not acknowledged: the buffered stream bytes from
     /// `snd_una`, with `control` (FIN rides on the last byte; a bare FIN when no bytes).
-    pub(crate) fn retransmit_stream<H: Hal>(&mut self, hal: &mut H, i: usize, control: TcpControl) {
+    pub(crate) fn retransmit_stream<H: Nic>(&mut self, hal: &mut H, i: usize, control: TcpControl) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         let (skip, len) = match self.buffer(i) {
             Some(b) => {
@@ -938,7 +938,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// In FPDU mode with bytes of ours (MPA reply) still buffered: free them once the
     /// datapath saw them acknowledged, or send them again.
-    fn check_handed_off_bytes<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn check_handed_off_bytes<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let Some(tx_end) = self.buffer(i).map(NegotiationBuffer::tx_end) else {
             return;
         };

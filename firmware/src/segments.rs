@@ -9,7 +9,7 @@ use iwnic_proto::net::{SegmentOut, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Hal};
+use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Nic};
 use crate::machine::{Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING};
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 
@@ -44,7 +44,7 @@ fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl<const N: usize, const B: usize> Machine<N, B> {
-    pub(crate) fn on_frame<H: Hal>(&mut self, hal: &mut H, frame: &[u8]) {
+    pub(crate) fn on_frame<H: Nic>(&mut self, hal: &mut H, frame: &[u8]) {
         let Ok(seg) = TcpSegment::parse(frame, self.config.checksums) else {
             self.counters.frames_ignored += 1;
             return;
@@ -65,7 +65,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    fn on_unmatched<H: Hal>(&mut self, hal: &mut H, tuple: FourTuple, seg: &TcpSegment) {
+    fn on_unmatched<H: Nic>(&mut self, hal: &mut H, tuple: FourTuple, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
             return;
         }
@@ -79,7 +79,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1).
-    fn reset_reply<H: Hal>(
+    fn reset_reply<H: Nic>(
         &mut self,
         hal: &mut H,
         tuple: FourTuple,
@@ -106,7 +106,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.send_stray(hal, &rst);
     }
 
-    fn on_syn<H: Hal>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
+    fn on_syn<H: Nic>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
         let Some(listener) = self.listeners[l] else {
             return;
         };
@@ -138,7 +138,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         c.peer_window = seg.window;
     }
 
-    fn on_segment<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn on_segment<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
             return self.on_rst(hal, i, seg);
         }
@@ -149,7 +149,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    fn on_rst<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn on_rst<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let c = &self.conns[i];
         let acceptable = match c.state {
             State::SynSent => seg.ack == Some(c.snd_nxt),
@@ -175,7 +175,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.drop_connection(hal, i, status);
     }
 
-    fn in_syn_sent<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_syn_sent<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let snd_nxt = self.conns[i].snd_nxt;
         match (seg.control, seg.ack) {
             (TcpControl::Syn, Some(ack)) if ack == snd_nxt => {
@@ -199,7 +199,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    fn in_syn_received<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_syn_received<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         match seg.ack {
             // The peer sent its SYN again: our SYN-ACK was lost.
@@ -228,7 +228,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Every state after the handshake: the ACK first (it may move the state on), then
     /// the payload and FIN, taken strictly in order.
-    fn in_stream<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_stream<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         if let Some(ack) = seg.ack {
             self.take_ack(i, ack);
             self.conns[i].peer_window = seg.window;
@@ -289,7 +289,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Transitions an acknowledgement alone can cause.
-    fn after_ack<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn after_ack<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
         match self.conns[i].state {
             State::AwaitRtrAck if all_acked => self.enter_fpdu_mode_active(hal, i),
@@ -314,7 +314,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    pub(crate) fn send_ack<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn send_ack<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
         self.send(hal, i, TcpControl::None, seq, Payload::NONE);
     }
@@ -334,7 +334,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// The responder collects the MPA request. One that arrives whole in a segment (the
     /// usual case) is judged where it lies and its private data raised from there; one
     /// in pieces is collected in the negotiation buffer first.
-    fn request_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn request_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
         let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
             return;
         };
@@ -416,7 +416,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.release_buffer(i);
     }
 
-    fn refuse<H: Hal>(&mut self, hal: &mut H, i: usize, refusal: Refusal) {
+    fn refuse<H: Nic>(&mut self, hal: &mut H, i: usize, refusal: Refusal) {
         match refusal {
             Refusal::Reset => self.abort(hal, i, -ECONNRESET),
             Refusal::RejectReply => self.send_reject(hal, i, &[]),
@@ -424,7 +424,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The responder in peer-to-peer mode collects the initiator's RTR.
-    fn rtr_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn rtr_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
         if fin {
             return self.abort(hal, i, -ECONNRESET);
         }
@@ -489,7 +489,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The initiator collects the MPA reply.
-    fn reply_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn reply_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
         let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
         let take = self.collect(i, payload);
         let asked = self.conns[i].neg;
@@ -552,7 +552,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The initiator sends the agreed RTR as its first FPDU and waits for its ACK.
-    fn send_rtr<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn send_rtr<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let Some(rtr) = MessageRepr::rtr(self.conns[i].neg.rtr) else {
             return self.abort(hal, i, -EINVAL);
         };
@@ -578,7 +578,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
-    fn enter_fpdu_mode_active<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn enter_fpdu_mode_active<H: Nic>(&mut self, hal: &mut H, i: usize) {
         self.install_flow(hal, i, false);
         self.send_ack(hal, i);
         self.conns[i].state = State::Established;
@@ -594,7 +594,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// A frame of a flow the datapath carries: its FIN (the datapath delivered any payload
     /// in front of it), its RST, or data that raced the hand-off.
-    fn in_fpdu_mode<H: Hal>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_fpdu_mode<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
         let Some(ctx) = hal.read_flow(i as u16) else {
             return;
         };
@@ -616,7 +616,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Bytes and FIN after we closed: data is dropped (the connection is closing), the FIN
     /// moves the close on.
-    fn closing_bytes<H: Hal>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn closing_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
         let c = &mut self.conns[i];
         c.rcv_nxt = c
             .rcv_nxt
@@ -633,7 +633,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    fn enter_time_wait<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    fn enter_time_wait<H: Nic>(&mut self, hal: &mut H, i: usize) {
         self.conns[i].state = State::TimeWait;
         self.release_buffer(i);
         self.settle(hal, i, 0);
@@ -642,7 +642,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// FIN after everything we sent; the peer's FIN completes the close.
-    pub(crate) fn close_gracefully<H: Hal>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn close_gracefully<H: Nic>(&mut self, hal: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
         self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
         self.conns[i].snd_nxt = seq.wrapping_add(1);
@@ -652,7 +652,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Terminate (LLP layer, `code`), then RST, then the host hears `status`.
-    pub(crate) fn terminate<H: Hal>(&mut self, hal: &mut H, i: usize, code: u8, status: i32) {
+    pub(crate) fn terminate<H: Nic>(&mut self, hal: &mut H, i: usize, code: u8, status: i32) {
         self.take_back_flow(hal, i);
         let term = MessageRepr::terminate(TerminateRepr::llp(code), 1);
         let mut ulpdu = [0u8; 32];
@@ -669,7 +669,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.abort(hal, i, status);
     }
 
-    pub(crate) fn on_flow_event<H: Hal>(&mut self, hal: &mut H, report: FlowEvent) {
+    pub(crate) fn on_flow_event<H: Nic>(&mut self, hal: &mut H, report: FlowEvent) {
         let i = usize::from(report.index);
         if self.conns.get(i).is_none_or(|c| !c.in_datapath) {
             return;

@@ -31,10 +31,7 @@ fn capacity_65536() {
         let mut fw: Box<Big> = Box::new(Big::new(config));
         let bytes = std::mem::size_of::<Big>();
         println!("Firmware<65536, 64>: {bytes} bytes, {} per connection (entry {CONNECTION_ENTRY_BYTES})", bytes / N);
-        let mut hal = ScriptedHal {
-            host_room: 64,
-            ..ScriptedHal::default()
-        };
+        let mut hal = ScriptedHal::with_host_room(64);
         let mut now = 0i64;
         let poll = |fw: &mut Big, hal: &mut ScriptedHal, now: i64| {
             fw.poll(hal, smoltcp::time::Instant::from_millis(now))

@@ -2,7 +2,8 @@
 //! NIC's end of the host link that a host driver opens.
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, MAX_FRAME_LEN,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic as FirmwareNic,
+    MAX_FRAME_LEN,
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
@@ -16,12 +17,29 @@ pub const NEGOTIATIONS: usize = 256;
 
 pub type SimFirmware = Firmware<CONNECTIONS, NEGOTIATIONS>;
 
-/// The firmware's view of the engine and the host link.
+/// The firmware's view of the engine and the host link: the input queues' heads, in
+/// place, beside what the firmware acts on.
 struct NicHal<'a, E: Engine> {
+    inputs: &'a mut InputHeads,
+    port: NicPort<'a, E>,
+}
+
+/// What the firmware acts on: the engine's firmware TX queue and flow contexts, the host
+/// link's record queue.
+struct NicPort<'a, E: Engine> {
     engine: &'a mut E,
     host: &'a InProcessNic,
     counters: &'a mut Counters,
     buffers: &'a mut OutBuffers,
+}
+
+/// The input queues' head entries while the firmware reads them (the engine and the host
+/// link hand out copies; a board's queues are read in place).
+#[derive(Default)]
+struct InputHeads {
+    frame: Option<Vec<u8>>,
+    command: RecordBuffer,
+    command_len: Option<usize>,
 }
 
 /// Where the firmware builds its next frame and record (the queues' free slots on a
@@ -31,22 +49,45 @@ struct OutBuffers {
     record: RecordBuffer,
 }
 
-impl<E: Engine> Hal for NicHal<'_, E> {
-    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
-        let buf = &mut buf.0;
-        let frame = self.engine.firmware_receive()?;
-        let len = frame.len().min(MAX_FRAME_LEN);
-        buf[..len].copy_from_slice(&frame[..len]);
-        Some(len)
+impl<'a, E: Engine> Hal for NicHal<'a, E> {
+    type Nic = NicPort<'a, E>;
+    fn nic(&mut self) -> &mut NicPort<'a, E> {
+        &mut self.port
     }
+    fn next_frame(&mut self) -> (Option<&[u8]>, &mut NicPort<'a, E>) {
+        if self.inputs.frame.is_none() {
+            self.inputs.frame = self.port.engine.firmware_receive();
+        }
+        let frame = self.inputs.frame.as_deref();
+        (
+            frame.map(|f| &f[..f.len().min(MAX_FRAME_LEN)]),
+            &mut self.port,
+        )
+    }
+    fn pop_frame(&mut self) {
+        self.inputs.frame = None;
+    }
+    fn next_command(&mut self) -> (Option<(&RecordBuffer, usize)>, &mut NicPort<'a, E>) {
+        if self.inputs.command_len.is_none() {
+            self.inputs.command_len = self.port.host.receive_command(&mut self.inputs.command.0);
+        }
+        let command = self
+            .inputs
+            .command_len
+            .map(|len| (&self.inputs.command, len));
+        (command, &mut self.port)
+    }
+    fn pop_command(&mut self) {
+        self.inputs.command_len = None;
+    }
+}
+
+impl<E: Engine> FirmwareNic for NicPort<'_, E> {
     fn transmit_buffer(&mut self) -> &mut FrameBuffer {
         &mut self.buffers.frame
     }
     fn transmit_frame(&mut self, len: usize) {
         self.engine.firmware_transmit(&self.buffers.frame.0[..len]);
-    }
-    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
-        self.host.receive_command(&mut buf.0)
     }
     fn host_space(&self) -> usize {
         self.host.host_space()
@@ -79,6 +120,7 @@ pub struct Nic<E: Engine> {
     pub engine: E,
     firmware: Box<SimFirmware>,
     buffers: Box<OutBuffers>,
+    inputs: Box<InputHeads>,
     host: InProcessNic,
     /// The firmware's counters as its register window shows them.
     pub firmware_counters: Counters,
@@ -96,6 +138,7 @@ impl<E: Engine> Nic<E> {
                 frame: FrameBuffer::ZERO,
                 record: RecordBuffer::ZERO,
             }),
+            inputs: Box::default(),
             host,
             firmware_counters: Counters::ZERO,
             poll_period,
@@ -129,10 +172,13 @@ impl<E: Engine> Nic<E> {
         self.last_poll = Some(now);
         let before = self.firmware.counters().frames_sent + self.firmware.counters().events_raised;
         let mut hal = NicHal {
-            engine: &mut self.engine,
-            host: &self.host,
-            counters: &mut self.firmware_counters,
-            buffers: &mut self.buffers,
+            inputs: &mut self.inputs,
+            port: NicPort {
+                engine: &mut self.engine,
+                host: &self.host,
+                counters: &mut self.firmware_counters,
+                buffers: &mut self.buffers,
+            },
         };
         self.firmware.poll(&mut hal, now);
         moved

@@ -10,7 +10,7 @@ use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
-use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal};
+use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic};
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
@@ -125,16 +125,25 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
         self.commit(bytes.len())
     }
 
-    /// The oldest entry, copied into `out`; its length.
-    fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
-        if self.count == 0 {
-            return None;
+    /// The oldest entry where it lies: its slot and length.
+    fn head(&self) -> Option<(&S, usize)> {
+        (self.count > 0).then(|| (&self.data[self.head], self.len[self.head]))
+    }
+
+    /// Drop the oldest entry.
+    fn pop(&mut self) {
+        if self.count > 0 {
+            self.head = (self.head + 1) % SLOTS;
+            self.count -= 1;
         }
-        let (slot, len) = (self.head, self.len[self.head]);
+    }
+
+    /// The oldest entry, copied into `out` and dropped; its length.
+    fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        let (slot, len) = self.head()?;
         out.get_mut(..len)?
-            .copy_from_slice(self.data[slot].bytes().get(..len)?);
-        self.head = (self.head + 1) % SLOTS;
-        self.count -= 1;
+            .copy_from_slice(slot.bytes().get(..len)?);
+        self.pop();
         Some(len)
     }
 
@@ -147,26 +156,46 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
 #[derive(Default)]
 pub struct MemoryNic {
     rx: Ring<2, [u8; FRAME]>,
-    tx: Ring<4, FrameBuffer>,
     commands: Ring<2, RecordBuffer>,
+    out: MemoryOut,
+}
+
+/// The part of [`MemoryNic`] the firmware acts on: output queues and flow contexts.
+#[derive(Default)]
+pub struct MemoryOut {
+    tx: Ring<4, FrameBuffer>,
     records: Ring<4, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
     flows: [Option<FlowContext>; FLOWS],
 }
 
 impl Hal for MemoryNic {
-    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
-        self.rx.pop_into(&mut buf.0)
+    type Nic = MemoryOut;
+    fn nic(&mut self) -> &mut MemoryOut {
+        &mut self.out
     }
+    fn next_frame(&mut self) -> (Option<&[u8]>, &mut MemoryOut) {
+        let frame = self.rx.head().and_then(|(slot, len)| slot.get(..len));
+        (frame, &mut self.out)
+    }
+    fn pop_frame(&mut self) {
+        self.rx.pop();
+    }
+    fn next_command(&mut self) -> (Option<(&RecordBuffer, usize)>, &mut MemoryOut) {
+        (self.commands.head(), &mut self.out)
+    }
+    fn pop_command(&mut self) {
+        self.commands.pop();
+    }
+}
+
+impl Nic for MemoryOut {
     fn transmit_buffer(&mut self) -> &mut FrameBuffer {
         self.tx.next_slot()
     }
     fn transmit_frame(&mut self, len: usize) {
         // A full queue drops the frame, like the hardware TX queue.
         self.tx.commit(len);
-    }
-    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
-        self.commands.pop_into(&mut buf.0)
     }
     fn host_space(&self) -> usize {
         self.records.room()
@@ -249,7 +278,11 @@ impl Initiator {
     /// Take the NIC's next frame to us; its TCP control.
     fn receive(&mut self, nic: &mut MemoryNic) -> Result<TcpControl, &'static str> {
         let mut frame = [0u8; FRAME];
-        let len = nic.tx.pop_into(&mut frame).ok_or("the NIC sent nothing")?;
+        let len = nic
+            .out
+            .tx
+            .pop_into(&mut frame)
+            .ok_or("the NIC sent nothing")?;
         let f = TcpFrameRepr::parse_with(&frame[..len], self.checksums)
             .map_err(|_| "the NIC sent a bad frame")?;
         if f.tcp.dst_port != self.port {
@@ -272,7 +305,7 @@ fn command(nic: &mut MemoryNic, tag: u32, command: Command) -> Result<(), &'stat
 /// The next record pushed to the host, as (kind, status, handle): kind 0 for a completion.
 fn record(nic: &mut MemoryNic) -> Result<(u8, i32, u32), &'static str> {
     let mut bytes = [0u8; MAX_RECORD_LEN];
-    let len = nic.records.pop_into(&mut bytes).ok_or("no record")?;
+    let len = nic.out.records.pop_into(&mut bytes).ok_or("no record")?;
     match Record::parse(&bytes[..len]).map_err(|_| "bad record")? {
         Record::Completion(c) => Ok((0, c.status, c.handle)),
         Record::Event(e) => Ok((e.kind as u8, e.status, e.conn)),
@@ -372,7 +405,8 @@ pub fn passive_setup<const N: usize, const B: usize>(
     poll(fw, nic);
     expect(peer.receive(nic)? == TcpControl::Psh, "MPA reply")?;
     expect(
-        nic.read_flow((conn & 0xFFFF) as u16)
+        nic.out
+            .read_flow((conn & 0xFFFF) as u16)
             .is_some_and(|f| f.rtr_expected),
         "flow handed over, RTR expected",
     )?;
@@ -393,7 +427,8 @@ pub fn passive_setup<const N: usize, const B: usize>(
         "ESTABLISHED",
     )?;
     expect(
-        nic.read_flow((conn & 0xFFFF) as u16)
+        nic.out
+            .read_flow((conn & 0xFFFF) as u16)
             .is_some_and(|f| !f.rtr_expected),
         "FPDU mode",
     )?;

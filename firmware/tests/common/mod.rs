@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, MAX_FRAME_LEN,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic, MAX_FRAME_LEN,
 };
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
@@ -34,12 +34,44 @@ pub fn config() -> Config {
     }
 }
 
-/// The NIC around the firmware, as a script drives it.
+/// The NIC around the firmware, as a script drives it: input queues the script fills,
+/// and (through `Deref`) the [`ScriptedNic`] the firmware acts on.
 #[derive(Default)]
 pub struct ScriptedHal {
     pub rx: VecDeque<Vec<u8>>,
-    pub tx: Vec<Vec<u8>>,
     pub commands: VecDeque<Vec<u8>>,
+    /// The head command, in a record slot as the firmware reads it in place.
+    command_slot: Box<RecordBuffer>,
+    command_len: Option<usize>,
+    pub nic: ScriptedNic,
+}
+
+impl ScriptedHal {
+    /// A NIC whose host queue takes `host_room` records before the host drains it.
+    pub fn with_host_room(host_room: usize) -> ScriptedHal {
+        let mut hal = ScriptedHal::default();
+        hal.nic.host_room = host_room;
+        hal
+    }
+}
+
+impl std::ops::Deref for ScriptedHal {
+    type Target = ScriptedNic;
+    fn deref(&self) -> &ScriptedNic {
+        &self.nic
+    }
+}
+
+impl std::ops::DerefMut for ScriptedHal {
+    fn deref_mut(&mut self) -> &mut ScriptedNic {
+        &mut self.nic
+    }
+}
+
+/// What the firmware does to the scripted NIC, recorded for the script to check.
+#[derive(Default)]
+pub struct ScriptedNic {
+    pub tx: Vec<Vec<u8>>,
     pub records: Vec<Vec<u8>>,
     /// Room in the host queue (records the firmware may push before the host drains).
     pub host_room: usize,
@@ -54,25 +86,39 @@ pub struct ScriptedHal {
 }
 
 impl Hal for ScriptedHal {
-    fn receive_frame(&mut self, buf: &mut FrameBuffer) -> Option<usize> {
-        let buf = &mut buf.0;
-        let frame = self.rx.pop_front()?;
-        let len = frame.len().min(MAX_FRAME_LEN);
-        buf[..len].copy_from_slice(&frame[..len]);
-        Some(len)
+    type Nic = ScriptedNic;
+    fn nic(&mut self) -> &mut ScriptedNic {
+        &mut self.nic
     }
+    fn next_frame(&mut self) -> (Option<&[u8]>, &mut ScriptedNic) {
+        let frame = self.rx.front().map(|f| &f[..f.len().min(MAX_FRAME_LEN)]);
+        (frame, &mut self.nic)
+    }
+    fn pop_frame(&mut self) {
+        self.rx.pop_front();
+    }
+    fn next_command(&mut self) -> (Option<(&RecordBuffer, usize)>, &mut ScriptedNic) {
+        if self.command_len.is_none() {
+            if let Some(record) = self.commands.pop_front() {
+                let len = record.len().min(MAX_RECORD_LEN);
+                self.command_slot.0[..len].copy_from_slice(&record[..len]);
+                self.command_len = Some(len);
+            }
+        }
+        let command = self.command_len.map(|len| (&*self.command_slot, len));
+        (command, &mut self.nic)
+    }
+    fn pop_command(&mut self) {
+        self.command_len = None;
+    }
+}
+
+impl Nic for ScriptedNic {
     fn transmit_buffer(&mut self) -> &mut FrameBuffer {
         &mut self.tx_buffer
     }
     fn transmit_frame(&mut self, len: usize) {
         self.tx.push(self.tx_buffer.0[..len].to_vec());
-    }
-    fn receive_command(&mut self, buf: &mut RecordBuffer) -> Option<usize> {
-        let buf = &mut buf.0;
-        let record = self.commands.pop_front()?;
-        let len = record.len().min(MAX_RECORD_LEN);
-        buf[..len].copy_from_slice(&record[..len]);
-        Some(len)
     }
     fn host_space(&self) -> usize {
         self.host_room.saturating_sub(self.records.len())
@@ -230,10 +276,7 @@ impl Bench {
     pub fn with(config: Config) -> Bench {
         Bench {
             fw: Box::new(Fw::new(config)),
-            hal: ScriptedHal {
-                host_room: 64,
-                ..ScriptedHal::default()
-            },
+            hal: ScriptedHal::with_host_room(64),
             now_ms: 1_000,
             next_tag: 1,
         }
