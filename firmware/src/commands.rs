@@ -95,6 +95,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             .position(Option::is_none)
             .ok_or(ENOMEM)?;
         let generation = self.listener_generations[slot];
+        self.listening |= 1 << slot;
         self.listeners[slot] = Some(Listener {
             local: Endpoint::v4(ip, local.port),
             backlog: if backlog == 0 {
@@ -124,6 +125,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return -EINVAL;
         };
         self.listeners[slot] = None;
+        self.listening &= !(1 << slot);
         self.listener_generations[slot] = self.listener_generations[slot].wrapping_add(1).max(1);
         for i in 0..N {
             if usize::from(self.conns[i].listener) != slot {
@@ -138,15 +140,23 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The listener for a SYN to `tuple`: an exact address first, then the wildcard.
+    /// One pass over the open listeners only, the port compared first.
     pub(crate) fn find_listener(&self, tuple: &FourTuple) -> Option<usize> {
-        let exact = Endpoint::v4(tuple.local_ip, tuple.local_port);
-        let wildcard = Endpoint::v4([0; 4], tuple.local_port);
-        let find = |e: Endpoint| {
-            self.listeners
-                .iter()
-                .position(|l| l.is_some_and(|l| l.local == e))
-        };
-        find(exact).or_else(|| find(wildcard))
+        let mut wildcard = None;
+        let mut slot = 0;
+        while self.listening >> slot != 0 {
+            if let (true, Some(l)) = (self.listening >> slot & 1 != 0, &self.listeners[slot]) {
+                if l.local.port == tuple.local_port {
+                    match l.local.addr {
+                        IpAddr::V4(ip) if ip == tuple.local_ip => return Some(slot),
+                        IpAddr::V4([0, 0, 0, 0]) if wildcard.is_none() => wildcard = Some(slot),
+                        _ => {}
+                    }
+                }
+            }
+            slot += 1;
+        }
+        wildcard
     }
 
     fn check_limits(

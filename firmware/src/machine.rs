@@ -20,8 +20,9 @@ use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::timer::{Clock, TimerWheel};
 
-/// Listeners one NIC holds.
+/// Listeners one NIC holds: one bit each in a 16-bit mask of the open ones.
 pub const MAX_LISTENERS: usize = 16;
+const _: () = assert!(MAX_LISTENERS <= u16::BITS as usize);
 /// Records one input (a command, a frame, a report, a timer) can produce at most; input is
 /// taken only while the host queue has this much room.
 const RECORDS_PER_INPUT: usize = 2;
@@ -221,6 +222,8 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) free_buffer_head: u16,
     pub(crate) buffers_free: usize,
     pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
+    /// Bit `slot` set while `listeners[slot]` is open: a SYN's search visits only those.
+    pub(crate) listening: u16,
     pub(crate) listener_generations: [u16; MAX_LISTENERS],
     pub(crate) event_seq: u32,
     pub(crate) next_port: u16,
@@ -340,7 +343,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
 
     /// Listeners open.
     pub fn listener_count(&self) -> usize {
-        self.machine.listeners.iter().flatten().count()
+        self.machine.listening.count_ones() as usize
     }
 
     /// Negotiation buffers in use.
@@ -430,6 +433,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             free_buffer_head: if B > 0 { 0 } else { NO_BUFFER },
             buffers_free: B,
             listeners: [None; MAX_LISTENERS],
+            listening: 0,
             listener_generations: [1; MAX_LISTENERS],
             event_seq: 0,
             next_port: 0,
