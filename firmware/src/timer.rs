@@ -38,15 +38,23 @@ impl Clock {
             let sub = self.sub_millis + step as u32;
             self.millis = self.millis.wrapping_add(sub / 1000);
             self.sub_millis = sub % 1000;
+            self.micros = micros;
         } else {
-            // The first poll, time going backwards or a jump of over an hour.
-            self.millis = (micros / 1000) as u32;
-            self.sub_millis = if micros >= 0 {
-                (micros % 1000) as u32
-            } else {
-                0
-            };
+            self.resync(micros);
         }
+    }
+
+    /// The first poll, time going backwards or a jump of over an hour: a full division,
+    /// kept out of line so the every-poll path above saves no registers for it.
+    #[cold]
+    #[inline(never)]
+    fn resync(&mut self, micros: i64) {
+        self.millis = (micros / 1000) as u32;
+        self.sub_millis = if micros >= 0 {
+            (micros % 1000) as u32
+        } else {
+            0
+        };
         self.micros = micros;
     }
 

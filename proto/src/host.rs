@@ -509,12 +509,15 @@ impl Completion {
         if self.status > 0 {
             return Err(Error::Malformed);
         }
+        // At constant offsets of a fixed-size array, as Event::emit.
         let out = buffer
-            .get_mut(..COMPLETION_LEN)
+            .first_chunk_mut::<COMPLETION_LEN>()
             .ok_or(Error::BufferTooSmall)?;
-        emit_header(out, KIND_COMPLETION, 0, COMPLETION_LEN, self.tag)?;
-        put(out, 8, &self.handle.to_le_bytes())?;
-        put(out, 12, &self.status.to_le_bytes())?;
+        out[0..2].copy_from_slice(&[KIND_COMPLETION, 0]);
+        out[2..4].copy_from_slice(&(COMPLETION_LEN as u16).to_le_bytes());
+        out[4..8].copy_from_slice(&self.tag.to_le_bytes());
+        out[8..12].copy_from_slice(&self.handle.to_le_bytes());
+        out[12..16].copy_from_slice(&self.status.to_le_bytes());
         Ok(COMPLETION_LEN)
     }
 }
