@@ -31,8 +31,8 @@ fn judge_rtr(rx: &[u8], agreed: RtrTypes) -> Result<Option<usize>, RtrError> {
     let Some(fpdu) = rx.get(..total) else {
         return Ok(None);
     };
-    match FpduRepr::parse(fpdu).and_then(|f| MessageRepr::parse(f.ulpdu)) {
-        Ok(m) if m.rtr_type() == Some(agreed) => Ok(Some(total)),
+    match FpduRepr::parse(fpdu).map(|f| MessageRepr::rtr_type_of(f.ulpdu)) {
+        Ok(rtr) if rtr == Some(agreed) => Ok(Some(total)),
         Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
         _ => Err(RtrError::Mismatch),
     }

@@ -376,6 +376,32 @@ impl<'a> MessageRepr<'a> {
         }
     }
 
+    /// [`MessageRepr::rtr_type`] of the message `ulpdu` holds, `None` if it does not
+    /// parse: read from the few bytes that decide it (the firmware checks every RTR it
+    /// receives; a full parse reads every header field). A property test holds the two
+    /// equal.
+    pub fn rtr_type_of(ulpdu: &[u8]) -> Option<RtrTypes> {
+        let (&[ctrl, rdmap], _) = ulpdu.split_first_chunk()?;
+        if ctrl & CTRL_DDP_VERSION != DDP_VERSION || rdmap >> RDMAP_VERSION_SHIFT != RDMAP_VERSION {
+            return None;
+        }
+        let tagged = ctrl & CTRL_TAGGED != 0;
+        // The RDMAP Read Request's size field, after the untagged header.
+        const READ_SIZE: usize = UNTAGGED_HEADER_LEN + 12;
+        match Opcode::from_u8(rdmap & RDMAP_OPCODE)? {
+            Opcode::Write if tagged && ulpdu.len() == TAGGED_HEADER_LEN => Some(RtrTypes::WRITE),
+            Opcode::Send if !tagged && ulpdu.len() == UNTAGGED_HEADER_LEN => Some(RtrTypes::SEND),
+            Opcode::ReadRequest
+                if !tagged
+                    && ulpdu.len() == UNTAGGED_HEADER_LEN + READ_REQUEST_BODY_LEN
+                    && ulpdu[READ_SIZE..READ_SIZE + 4] == [0; 4] =>
+            {
+                Some(RtrTypes::READ)
+            }
+            _ => None,
+        }
+    }
+
     /// A Terminate message carrying `term`, with the sender's Terminate-queue MSN.
     pub fn terminate(term: TerminateRepr<'a>, msn: u32) -> MessageRepr<'a> {
         MessageRepr {

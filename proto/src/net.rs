@@ -436,14 +436,20 @@ impl SegmentOut {
             rest[tcp_header_len - TCP_HEADER_LEN..][..payload.len()].copy_from_slice(payload);
         }
         if checksums == Checksums::Software {
-            let mut ip = Ipv4Packet::new_unchecked(&mut out[IP..]);
-            ip.fill_checksum();
-            let mut tcp = TcpPacket::new_unchecked(&mut ip.payload_mut()[..tcp_len]);
-            tcp.fill_checksum(
-                &IpAddress::Ipv4(Ipv4Address::from(self.src_ip)),
-                &IpAddress::Ipv4(Ipv4Address::from(self.dst_ip)),
-            );
+            fill_checksums(&mut out[IP..], tcp_len);
         }
         Ok(len)
     }
+}
+
+/// Fill the IPv4 header and TCP checksums of the packet at the start of `ip` (no IPv4
+/// options, `tcp_len` bytes of segment). Out of line: the offloaded case, which inlines
+/// the rest of the segment builder, keeps its registers for the headers.
+#[inline(never)]
+fn fill_checksums(ip: &mut [u8], tcp_len: usize) {
+    let mut ip = Ipv4Packet::new_unchecked(ip);
+    ip.fill_checksum();
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let mut tcp = TcpPacket::new_unchecked(&mut ip.payload_mut()[..tcp_len]);
+    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
 }

@@ -112,6 +112,26 @@ proptest! {
         prop_assert_eq!(MessageRepr::parse(&buf), Ok(repr));
     }
 
+    /// The RTR check's shortcut says what a full parse says, on valid messages mutated.
+    #[test]
+    fn rtr_type_of_agrees_with_the_full_parse(repr in message(), rtr in 0usize..6, payload in bytes(4), flips in vec((0usize..48, any::<u8>()), 0..3), cut in 0usize..48) {
+        // Half the time a real RTR, so mutations start from messages that pass.
+        let repr = match (rtr, repr.body) {
+            (0..=2, _) => MessageRepr::rtr([RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ][rtr]).unwrap(),
+            (_, Body::Payload(_)) => MessageRepr { body: Body::Payload(&payload), ..repr },
+            _ => repr,
+        };
+        let mut ulpdu = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut ulpdu).unwrap();
+        for (at, v) in flips {
+            if let Some(b) = ulpdu.get_mut(at) { *b = v; }
+        }
+        for bytes in [&ulpdu[..], &ulpdu[..cut.min(ulpdu.len())]] {
+            let full = MessageRepr::parse(bytes).ok().and_then(|m| m.rtr_type());
+            prop_assert_eq!(MessageRepr::rtr_type_of(bytes), full);
+        }
+    }
+
     #[test]
     fn command_round_trips(tag in any::<u32>(), command in command(), pd in bytes(512)) {
         let command = match command {
