@@ -6,6 +6,12 @@ use crc::{Crc, Digest, CRC_32_ISCSI};
 /// The CRC32c algorithm (the iSCSI/SCTP CRC).
 pub static CASTAGNOLI: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
 
+/// CRC32c of `bytes` at compile time, for constant frames (at run time use [`crc32c`],
+/// which shares one table).
+pub(crate) const fn const_crc32c(bytes: &[u8]) -> u32 {
+    Crc::<u32>::new(&CRC_32_ISCSI).checksum(bytes)
+}
+
 /// A running CRC32c over bytes that arrive in pieces.
 pub type Crc32cDigest = Digest<'static, u32>;
 

@@ -7,7 +7,7 @@
 //! boundaries in a TCP byte stream cut at arbitrary points, the way the datapath does.
 
 use crate::bytes::{be16, put};
-use crate::crc32c::{crc32c, digest, Crc32cDigest};
+use crate::crc32c::{const_crc32c, crc32c, digest, Crc32cDigest};
 use crate::{Error, Result};
 
 /// Bytes of the ULPDU_Length field.
@@ -42,6 +42,29 @@ pub const fn max_ulpdu_len(segment_len: usize) -> Option<usize> {
     } else {
         ulpdu
     })
+}
+
+/// The FPDU carrying `ulpdu`, built at compile time (`N` is its [`fpdu_len`]): the bytes
+/// [`FpduRepr::emit`] writes, for messages known in advance.
+pub(crate) const fn framed<const N: usize>(ulpdu: &[u8]) -> [u8; N] {
+    assert!(N == fpdu_len(ulpdu.len()));
+    let mut out = [0u8; N];
+    let [len_hi, len_lo] = (ulpdu.len() as u16).to_be_bytes();
+    out[0] = len_hi;
+    out[1] = len_lo;
+    let mut i = 0;
+    while i < ulpdu.len() {
+        out[LENGTH_LEN + i] = ulpdu[i];
+        i += 1;
+    }
+    let (covered, _) = out.split_at(N - CRC_LEN);
+    let crc = const_crc32c(covered).to_le_bytes();
+    let mut i = 0;
+    while i < CRC_LEN {
+        out[N - CRC_LEN + i] = crc[i];
+        i += 1;
+    }
+    out
 }
 
 /// A read/write view of one FPDU at the start of a buffer.

@@ -45,6 +45,19 @@ fn send_carrying_hello() {
     assert_eq!(parsed.rtr_type(), None);
 }
 
+/// The compile-time RTR FPDUs are the bytes the layers emit, the spec's Write vector
+/// among them.
+#[test]
+fn constant_rtr_fpdus_are_the_emitted_ones() {
+    for rtr in [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ] {
+        let emitted = fpdu_of(&MessageRepr::rtr(rtr).unwrap());
+        assert_eq!(MessageRepr::rtr_fpdu(rtr), Some(&emitted[..]), "{rtr:?}");
+    }
+    let write = hex("00 0E  C1 40  00 00 00 00  00 00 00 00 00 00 00 00  A3 05 72 AB");
+    assert_eq!(MessageRepr::rtr_fpdu(RtrTypes::WRITE), Some(&write[..]));
+    assert_eq!(MessageRepr::rtr_fpdu(RtrTypes::NONE), None);
+}
+
 #[test]
 fn the_other_rtr_types() {
     let send = MessageRepr::rtr(RtrTypes::SEND).unwrap();
