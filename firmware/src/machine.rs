@@ -153,15 +153,22 @@ const _: () = assert!(CONNECTION_ENTRY_BYTES <= 128);
 /// Stream bytes of a connection in MPA negotiation: what it sent and has not seen
 /// acknowledged (`tx`, starting at sequence number `tx_seq`), and what it has received
 /// of the peer's MPA frame or RTR (`rx`). Shared by a pool, held only while negotiating.
+///
+/// `tx` starts 2 bytes past a word boundary, as a segment's payload does in a frame
+/// (after 54 bytes of headers in a word-aligned [`crate::FrameBuffer`]), so sending the
+/// bytes copies them a word at a time.
+#[repr(C, align(4))]
 pub(crate) struct NegotiationBuffer {
+    pub tx_seq: u32,
     /// Next free buffer while on the free list.
     next_free: u16,
-    pub tx_seq: u32,
+    pub tx: [u8; TX_CAPACITY],
     pub tx_len: u16,
     pub rx_len: u16,
-    pub tx: [u8; TX_CAPACITY],
     pub rx: [u8; MPA_MAX_FRAME_LEN],
 }
+
+const _: () = assert!(core::mem::offset_of!(NegotiationBuffer, tx) % 4 == 2);
 
 /// Room for an MPA frame and the RTR FPDU that may follow it before either is acknowledged.
 pub(crate) const TX_CAPACITY: usize = MPA_MAX_FRAME_LEN + 64;
