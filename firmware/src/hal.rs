@@ -5,6 +5,7 @@
 use core::hash::{Hash, Hasher};
 
 use iwnic_proto::host::RecordBuffer;
+use iwnic_proto::WordAligned;
 
 use crate::counters::Counters;
 
@@ -14,19 +15,7 @@ pub const MAX_FRAME_LEN: usize = 1518;
 /// Room for one frame to send, on a word boundary as the NIC's queue slots are (the
 /// counterpart of [`RecordBuffer`]): the segment builder is inlined into the firmware,
 /// so the header words at multiples of 4 become single stores where the bytes allow it.
-#[derive(Clone)]
-#[repr(C, align(4))]
-pub struct FrameBuffer(pub [u8; MAX_FRAME_LEN]);
-
-impl FrameBuffer {
-    pub const ZERO: FrameBuffer = FrameBuffer([0; MAX_FRAME_LEN]);
-}
-
-impl Default for FrameBuffer {
-    fn default() -> Self {
-        FrameBuffer::ZERO
-    }
-}
+pub type FrameBuffer = WordAligned<MAX_FRAME_LEN>;
 
 /// A TCP connection's addresses as seen from this NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

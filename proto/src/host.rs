@@ -63,7 +63,7 @@
 
 use crate::bytes::{get, le16, le32, put};
 use crate::mpa::MAX_PRIVATE_DATA;
-use crate::{Error, Result};
+use crate::{Error, Result, WordAligned};
 
 pub const HEADER_LEN: usize = 8;
 pub const ENDPOINT_LEN: usize = 20;
@@ -74,23 +74,7 @@ pub const EVENT_FIXED_LEN: usize = 68;
 pub const MAX_RECORD_LEN: usize = EVENT_FIXED_LEN + MAX_PRIVATE_DATA;
 
 /// Room for one record of any kind, on a word boundary as the NIC's queue slots are.
-/// Every 32-bit field of a record sits at a multiple of 4, so code that knows the buffer
-/// is aligned (the parse and emit functions are inlined into it) reads and writes a
-/// field with one load or store, not four byte accesses and a `memset` call per run of
-/// zeros, as it must for a plain byte slice on a core without misaligned access.
-#[derive(Clone)]
-#[repr(C, align(4))]
-pub struct RecordBuffer(pub [u8; MAX_RECORD_LEN]);
-
-impl RecordBuffer {
-    pub const ZERO: RecordBuffer = RecordBuffer([0; MAX_RECORD_LEN]);
-}
-
-impl Default for RecordBuffer {
-    fn default() -> Self {
-        RecordBuffer::ZERO
-    }
-}
+pub type RecordBuffer = WordAligned<MAX_RECORD_LEN>;
 
 const KIND_COMPLETION: u8 = 0x40;
 const KIND_EVENT: u8 = 0x80;

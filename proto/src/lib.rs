@@ -33,6 +33,38 @@ mod bytes;
 
 pub use smoltcp::wire as smoltcp_wire;
 
+/// `N` bytes on a word boundary, as the NIC's queue slots are: a record or frame built or
+/// read in place. Every 32-bit field of a host record sits at a multiple of 4, so code
+/// that knows its buffer is aligned (the record and segment builders are inlined into
+/// the firmware) writes a field with one store, not four byte stores and a `memset`
+/// call per run of zeros, as it must for a plain byte slice on a core without
+/// misaligned access.
+#[derive(Clone)]
+#[repr(C, align(4))]
+pub struct WordAligned<const N: usize>(pub [u8; N]);
+
+impl<const N: usize> WordAligned<N> {
+    pub const ZERO: WordAligned<N> = WordAligned([0; N]);
+}
+
+impl<const N: usize> Default for WordAligned<N> {
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
+
+impl<const N: usize> AsRef<[u8]> for WordAligned<N> {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl<const N: usize> AsMut<[u8]> for WordAligned<N> {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
 /// Why a buffer could not be parsed or emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {

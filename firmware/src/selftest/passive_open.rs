@@ -7,6 +7,7 @@ use iwnic_proto::host::{
 };
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
 use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::WordAligned;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
@@ -36,41 +37,17 @@ pub fn config(checksums: Checksums) -> Config {
     }
 }
 
-/// What a queue slot is: a byte array, or a word-aligned frame or record buffer.
-trait Slot {
+/// What a queue slot is: a byte array, or a word-aligned one (frames and records).
+trait Slot: AsRef<[u8]> + AsMut<[u8]> {
     const EMPTY: Self;
-    fn bytes(&self) -> &[u8];
-    fn bytes_mut(&mut self) -> &mut [u8];
 }
 
 impl<const SIZE: usize> Slot for [u8; SIZE] {
     const EMPTY: Self = [0; SIZE];
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        self
-    }
 }
 
-impl Slot for RecordBuffer {
-    const EMPTY: Self = RecordBuffer::ZERO;
-    fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.0
-    }
-}
-
-impl Slot for FrameBuffer {
-    const EMPTY: Self = FrameBuffer::ZERO;
-    fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.0
-    }
+impl<const SIZE: usize> Slot for WordAligned<SIZE> {
+    const EMPTY: Self = WordAligned::ZERO;
 }
 
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
@@ -108,7 +85,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
     /// Queue the first `len` bytes of [`Ring::next_slot`]; `false` (and nothing queued)
     /// when full or too long.
     fn commit(&mut self, len: usize) -> bool {
-        if self.count == SLOTS || len > self.spare.bytes().len() {
+        if self.count == SLOTS || len > self.spare.as_ref().len() {
             return false;
         }
         self.len[(self.head + self.count) % SLOTS] = len;
@@ -118,7 +95,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
 
     /// Queue a copy of `bytes`; `false` (and nothing queued) when full or too long.
     fn push(&mut self, bytes: &[u8]) -> bool {
-        match self.next_slot().bytes_mut().get_mut(..bytes.len()) {
+        match self.next_slot().as_mut().get_mut(..bytes.len()) {
             Some(slot) => slot.copy_from_slice(bytes),
             None => return false,
         }
@@ -142,7 +119,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
     fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
         let (slot, len) = self.head()?;
         out.get_mut(..len)?
-            .copy_from_slice(slot.bytes().get(..len)?);
+            .copy_from_slice(slot.as_ref().get(..len)?);
         self.pop();
         Some(len)
     }
