@@ -315,9 +315,12 @@ impl<'a> TcpSegment<'a> {
             (RST, _) => TcpControl::Rst,
             _ => return Err(FrameError::Malformed),
         };
-        let (max_seg_size, window_scale) =
-            scan_options(&located.tcp[TCP_HEADER_LEN..located.tcp_header_len])
-                .map_err(|_| FrameError::Malformed)?;
+        // Only SYNs carry options here; the other segments skip the call.
+        let (max_seg_size, window_scale) = match located.tcp_header_len {
+            TCP_HEADER_LEN => (None, None),
+            end => scan_options(&located.tcp[TCP_HEADER_LEN..end])
+                .map_err(|_| FrameError::Malformed)?,
+        };
         Ok(TcpSegment {
             src_mac: located.src_mac(),
             src_ip: located.src_ip(),
