@@ -54,14 +54,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.frames_ignored += 1;
             return;
         };
-        if seg.dst_ip != self.config.ip {
+        if *seg.dst_ip != self.config.ip {
             self.counters.frames_ignored += 1;
             return;
         }
         let tuple = FourTuple {
             local_ip: self.config.ip,
             local_port: seg.dst_port,
-            remote_ip: seg.src_ip,
+            remote_ip: *seg.src_ip,
             remote_port: seg.src_port,
         };
         match self.by_tuple.get(&tuple).copied() {
@@ -80,7 +80,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
         }
         self.counters.segments_unmatched += 1;
-        self.reset_reply(hal, tuple, seg.src_mac, seg);
+        self.reset_reply(hal, tuple, *seg.src_mac, seg);
     }
 
     /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1).
@@ -119,7 +119,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.syn_dropped_half_open += 1;
             return;
         }
-        let Some(i) = self.alloc(tuple, seg.src_mac, State::SynReceived) else {
+        let Some(i) = self.alloc(tuple, *seg.src_mac, State::SynReceived) else {
             return;
         };
         let iss = self.isn(&tuple);
@@ -187,7 +187,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 let c = &mut self.conns[i];
                 c.rcv_nxt = seg.seq.wrapping_add(1);
                 c.snd_una = ack;
-                c.remote_mac = seg.src_mac;
+                c.remote_mac = *seg.src_mac;
                 self.take_peer_options(i, seg);
                 self.send_ack(hal, i);
                 self.send_staged(hal, i, false);
@@ -196,7 +196,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.arm(i, true, true);
             }
             (_, Some(ack)) if ack != snd_nxt => {
-                let (tuple, mac) = (self.conns[i].tuple, seg.src_mac);
+                let (tuple, mac) = (self.conns[i].tuple, *seg.src_mac);
                 self.reset_reply(hal, tuple, mac, seg);
             }
             // A SYN without ACK (simultaneous open) is not supported: the peer retries.

@@ -239,9 +239,10 @@ impl<'a> TcpFrameRepr<'a> {
 /// does (a property test holds them together).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
-    pub src_mac: [u8; 6],
-    pub src_ip: [u8; 4],
-    pub dst_ip: [u8; 4],
+    /// Addresses where they lie in the frame: the firmware copies one only when it keeps it.
+    pub src_mac: &'a [u8; 6],
+    pub src_ip: &'a [u8; 4],
+    pub dst_ip: &'a [u8; 4],
     pub src_port: u16,
     pub dst_port: u16,
     pub seq: u32,
@@ -322,9 +323,16 @@ impl<'a> TcpSegment<'a> {
                 .map_err(|_| FrameError::Malformed)?,
         };
         Ok(TcpSegment {
-            src_mac: located.src_mac(),
-            src_ip: located.src_ip(),
-            dst_ip: located.dst_ip(),
+            // Constant ranges of the fixed-size headers: the conversions cannot fail.
+            src_mac: located.eth[6..12]
+                .try_into()
+                .map_err(|_| FrameError::Malformed)?,
+            src_ip: located.ip[12..16]
+                .try_into()
+                .map_err(|_| FrameError::Malformed)?,
+            dst_ip: located.ip[16..20]
+                .try_into()
+                .map_err(|_| FrameError::Malformed)?,
             src_port,
             dst_port,
             seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
