@@ -13,12 +13,14 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME]
+    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME] [--by-input]
 
 Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
 their source lines (innermost inlined location, from the ELF's line tables through
-llvm-addr2line), to see what the inlined code of a large function does.
+llvm-addr2line), to see what the inlined code of a large function does. `--by-input`
+splits the figure by the setup's polls (SYN; ACK and MPA request; accept; RTR), each
+with its largest functions.
 """
 import argparse
 import bisect
@@ -31,6 +33,9 @@ import tempfile
 ELF = 'target/riscv/riscv32imac-unknown-none-elf/release/iwnic-firmware-qemu'
 # The benchmark's connections per mode (BENCH_CONNECTIONS in firmware/qemu/src/main.rs).
 CONNECTIONS = 100
+# What each of a setup's polls takes in, in order (passive_setup in
+# firmware/src/selftest/passive_open.rs).
+INPUTS = ('SYN', 'ACK and MPA request', 'accept command', 'RTR')
 # A line of QEMU's exec log: `Trace 0: 0x... [cpu/pc/flags/cflags] symbol`.
 TRACE_PC = re.compile(r'\[[0-9a-f]+/([0-9a-f]+)/')
 # Library functions charged to their callers.
@@ -122,6 +127,7 @@ def main():
     ap.add_argument('--mode', type=int, default=0, choices=(0, 1))
     ap.add_argument('--top', type=int, default=40)
     ap.add_argument('--lines', metavar='NAME')
+    ap.add_argument('--by-input', action='store_true')
     args = ap.parse_args()
     windows, by_address = measured_windows(args.elf, function_symbols(args.elf), args.lines)
     if not windows or len(windows) % 2:
@@ -136,6 +142,16 @@ def main():
           f'({half} measured windows, {CONNECTIONS} connections)')
     for name, count in by_function.most_common(args.top):
         print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {name}')
+    if args.by_input:
+        mode_windows = windows[args.mode * half:(args.mode + 1) * half]
+        for position, label in enumerate(INPUTS):
+            by_poll = collections.Counter()
+            for window in mode_windows[position::len(INPUTS)]:
+                by_poll.update(window)
+            print(f'\npoll {position + 1} ({label}): '
+                  f'{sum(by_poll.values()) / CONNECTIONS:.0f} instructions per connection')
+            for name, count in by_poll.most_common(min(args.top, 8)):
+                print(f'{count / CONNECTIONS:8.0f}  {name}')
     if args.lines:
         # Both modes' windows, halved: the line view is for reading, not for the figure.
         by_line = source_lines(args.elf, by_address)
