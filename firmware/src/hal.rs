@@ -12,9 +12,11 @@ use crate::counters::Counters;
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
-/// Room for one frame to send, on a word boundary as the NIC's queue slots are (the
-/// counterpart of [`RecordBuffer`]): the segment builder is inlined into the firmware,
-/// so the header words at multiples of 4 become single stores where the bytes allow it.
+/// Room for one frame to send, on a word boundary as the NIC's queue slots are (like
+/// [`RecordBuffer`]). A payload 2 bytes past a word boundary in the firmware's memory,
+/// as a segment's payload is in the frame (after 54 bytes of headers), is copied a word
+/// at a time. The headers themselves are written byte by byte: their big-endian fields
+/// gain nothing from the alignment on a core without byte-swap instructions.
 pub type FrameBuffer = WordAligned<MAX_FRAME_LEN>;
 
 /// A TCP connection's addresses as seen from this NIC.

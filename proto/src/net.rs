@@ -39,11 +39,14 @@ impl Checksums {
 /// parsers need: Ethernet II, unfragmented IPv4 (options allowed), lengths, checksums
 /// when they are ours to check. It refuses exactly what `smoltcp`'s `new_checked`
 /// views refuse; the fields are read at constant offsets of fixed-size arrays, one bounds
-/// check per header.
+/// check per header. Inlined into both parsers, so the firmware's never builds it.
 struct Located<'a> {
-    /// The Ethernet and IPv4 headers (the latter without options), read in place.
-    eth: &'a [u8; ETHERNET_HEADER_LEN],
-    ip: &'a [u8; IPV4_HEADER_LEN],
+    /// Addresses where they lie in the frame.
+    src_mac: &'a [u8; 6],
+    dst_mac: &'a [u8; 6],
+    src_ip: &'a [u8; 4],
+    dst_ip: &'a [u8; 4],
+    ttl: u8,
     /// The TCP header without options.
     tcp_header: &'a [u8; TCP_HEADER_LEN],
     /// The TCP segment, its header included.
@@ -60,6 +63,7 @@ const RST: u8 = 0x04;
 const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
 
+#[inline]
 fn locate_tcp(frame: &[u8], checksums: Checksums) -> core::result::Result<Located<'_>, FrameError> {
     use FrameError::{BadChecksum, Malformed, NotTcp};
     let (eth, packet) = frame
@@ -95,15 +99,18 @@ fn locate_tcp(frame: &[u8], checksums: Checksums) -> core::result::Result<Locate
         return Err(Malformed);
     }
     let located = Located {
-        eth,
-        ip,
+        src_mac: field(eth, 6)?,
+        dst_mac: field(eth, 0)?,
+        src_ip: field(ip, 12)?,
+        dst_ip: field(ip, 16)?,
+        ttl: ip[8],
         tcp_header,
         tcp,
         tcp_header_len,
     };
     if verify {
-        let (src, dst) = (located.src_ip(), located.dst_ip());
-        let (src, dst) = (IpAddress::Ipv4(src.into()), IpAddress::Ipv4(dst.into()));
+        let src = IpAddress::Ipv4(Ipv4Address::from(*located.src_ip));
+        let dst = IpAddress::Ipv4(Ipv4Address::from(*located.dst_ip));
         if !TcpPacket::new_unchecked(tcp).verify_checksum(&src, &dst) {
             return Err(BadChecksum);
         }
@@ -111,23 +118,13 @@ fn locate_tcp(frame: &[u8], checksums: Checksums) -> core::result::Result<Locate
     Ok(located)
 }
 
-impl Located<'_> {
-    fn src_mac(&self) -> [u8; 6] {
-        let e = self.eth;
-        [e[6], e[7], e[8], e[9], e[10], e[11]]
-    }
-    fn dst_mac(&self) -> [u8; 6] {
-        let e = self.eth;
-        [e[0], e[1], e[2], e[3], e[4], e[5]]
-    }
-    fn src_ip(&self) -> [u8; 4] {
-        let ip = self.ip;
-        [ip[12], ip[13], ip[14], ip[15]]
-    }
-    fn dst_ip(&self) -> [u8; 4] {
-        let ip = self.ip;
-        [ip[16], ip[17], ip[18], ip[19]]
-    }
+/// The `N` bytes at `at` of a fixed-size header, in place. Only constant ranges inside
+/// the header are asked for, so the error is never returned (and compiled away).
+fn field<const N: usize>(header: &[u8], at: usize) -> core::result::Result<&[u8; N], FrameError> {
+    header
+        .get(at..at + N)
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or(FrameError::Malformed)
 }
 
 /// One TCP segment in an Ethernet II frame over IPv4.
@@ -166,8 +163,8 @@ impl<'a> TcpFrameRepr<'a> {
     ) -> core::result::Result<TcpFrameRepr<'a>, FrameError> {
         let located = locate_tcp(frame, checksums)?;
         let (src_ip, dst_ip) = (
-            Ipv4Address::from(located.src_ip()),
-            Ipv4Address::from(located.dst_ip()),
+            Ipv4Address::from(*located.src_ip),
+            Ipv4Address::from(*located.dst_ip),
         );
         let tcp_repr = TcpRepr::parse(
             &TcpPacket::new_unchecked(located.tcp),
@@ -177,11 +174,11 @@ impl<'a> TcpFrameRepr<'a> {
         )
         .map_err(|_| FrameError::Malformed)?;
         Ok(TcpFrameRepr {
-            src_mac: EthernetAddress(located.src_mac()),
-            dst_mac: EthernetAddress(located.dst_mac()),
+            src_mac: EthernetAddress(*located.src_mac),
+            dst_mac: EthernetAddress(*located.dst_mac),
             src_ip,
             dst_ip,
-            ttl: located.ip[8],
+            ttl: located.ttl,
             tcp: tcp_repr,
         })
     }
@@ -323,16 +320,9 @@ impl<'a> TcpSegment<'a> {
                 .map_err(|_| FrameError::Malformed)?,
         };
         Ok(TcpSegment {
-            // Constant ranges of the fixed-size headers: the conversions cannot fail.
-            src_mac: located.eth[6..12]
-                .try_into()
-                .map_err(|_| FrameError::Malformed)?,
-            src_ip: located.ip[12..16]
-                .try_into()
-                .map_err(|_| FrameError::Malformed)?,
-            dst_ip: located.ip[16..20]
-                .try_into()
-                .map_err(|_| FrameError::Malformed)?,
+            src_mac: located.src_mac,
+            src_ip: located.src_ip,
+            dst_ip: located.dst_ip,
             src_port,
             dst_port,
             seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
