@@ -39,7 +39,7 @@ impl Checksums {
 /// parsers need: Ethernet II, unfragmented IPv4 (options allowed), lengths, checksums
 /// when they are ours to check. It refuses exactly what `smoltcp`'s `new_checked`
 /// views refuse; the fields are read at constant offsets of fixed-size arrays, one bounds
-/// check per header. Inlined into both parsers, so the firmware's never builds it.
+/// check per header. Inlined into both parsers, so the firmware's parse never builds it.
 struct Located<'a> {
     /// Addresses where they lie in the frame.
     src_mac: &'a [u8; 6],
