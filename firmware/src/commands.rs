@@ -14,7 +14,7 @@ use crate::negotiation;
 const DEFAULT_BACKLOG: u32 = 256;
 
 impl<const N: usize, const B: usize> Machine<N, B> {
-    pub(crate) fn on_command<H: Nic>(&mut self, hal: &mut H, bytes: &[u8]) {
+    pub(crate) fn on_command<H: Nic>(&mut self, nic: &mut H, bytes: &[u8]) {
         let record = match CommandRecord::parse(bytes) {
             Ok(record) => record,
             Err(_) => {
@@ -23,7 +23,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 // A readable header still gets its answer, so the host never waits forever.
                 if let Some(tag) = bytes.get(4..8) {
                     let tag = u32::from_le_bytes([tag[0], tag[1], tag[2], tag[3]]);
-                    self.complete(hal, tag, -EINVAL, 0);
+                    self.complete(nic, tag, -EINVAL, 0);
                 }
                 return;
             }
@@ -35,11 +35,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     Ok(handle) => (0, handle),
                     Err(errno) => (-errno, 0),
                 };
-                self.complete(hal, tag, status, handle);
+                self.complete(nic, tag, status, handle);
             }
             Command::Unlisten { listener } => {
-                let status = self.unlisten(hal, listener);
-                self.complete(hal, tag, status, 0);
+                let status = self.unlisten(nic, listener);
+                self.complete(nic, tag, status, 0);
             }
             Command::Connect {
                 local,
@@ -51,11 +51,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 private_data,
             } => {
                 let (status, handle) =
-                    match self.connect(hal, local, remote, ird, ord, mpa_v1, private_data) {
+                    match self.connect(nic, local, remote, ird, ord, mpa_v1, private_data) {
                         Ok(handle) => (0, handle),
                         Err(errno) => (-errno, 0),
                     };
-                self.complete(hal, tag, status, handle);
+                self.complete(nic, tag, status, handle);
             }
             Command::Accept {
                 conn,
@@ -63,13 +63,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 ord,
                 qpn: _,
                 private_data,
-            } => self.accept(hal, tag, conn, ird, ord, private_data),
+            } => self.accept(nic, tag, conn, ird, ord, private_data),
             Command::Reject { conn, private_data } => {
-                let status = self.reject(hal, conn, private_data);
-                self.complete(hal, tag, status, 0);
+                let status = self.reject(nic, conn, private_data);
+                self.complete(nic, tag, status, 0);
             }
-            Command::Disconnect { conn, abrupt } => self.disconnect(hal, tag, conn, abrupt),
-            Command::Release { conn } => self.release(hal, tag, conn),
+            Command::Disconnect { conn, abrupt } => self.disconnect(nic, tag, conn, abrupt),
+            Command::Release { conn } => self.release(nic, tag, conn),
         }
     }
 
@@ -120,7 +120,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Stop listening. Requests never raised to the host are dropped and their connections
     /// reset; raised ones survive (rule 10).
-    fn unlisten<H: Nic>(&mut self, hal: &mut H, handle: u32) -> i32 {
+    fn unlisten<H: Nic>(&mut self, nic: &mut H, handle: u32) -> i32 {
         let Some(slot) = self.listener_index(handle) else {
             return -EINVAL;
         };
@@ -132,7 +132,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 continue;
             }
             match self.conns[i].state {
-                State::SynReceived | State::AwaitRequest => self.abort(hal, i, -ECONNRESET),
+                State::SynReceived | State::AwaitRequest => self.abort(nic, i, -ECONNRESET),
                 _ => self.leave_listener(i),
             }
         }
@@ -176,7 +176,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     #[allow(clippy::too_many_arguments)]
     fn connect<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         local: Endpoint,
         remote: Endpoint,
         ird: u16,
@@ -221,7 +221,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         c.owed = Owed::ConnectReply;
         c.snd_una = iss;
         c.snd_nxt = iss.wrapping_add(1);
-        self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
+        self.send(nic, i, TcpControl::Syn, iss, Payload::NONE);
         self.arm(i, true, false);
         Ok(self.handle(i))
     }
@@ -254,7 +254,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Send the stream bytes staged in the buffer (a reply): one segment, optionally
     /// with FIN, and the retransmission timer.
-    pub(crate) fn send_staged<H: Nic>(&mut self, hal: &mut H, i: usize, fin: bool) {
+    pub(crate) fn send_staged<H: Nic>(&mut self, nic: &mut H, i: usize, fin: bool) {
         let len = self.buffer(i).map_or(0, |b| b.tx().len());
         let seq = self.conns[i].snd_nxt;
         let control = if fin {
@@ -262,7 +262,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         } else {
             TcpControl::Psh
         };
-        self.send(hal, i, control, seq, Payload::Buffered { skip: 0 });
+        self.send(nic, i, control, seq, Payload::Buffered { skip: 0 });
         let c = &mut self.conns[i];
         c.snd_nxt = seq.wrapping_add(len as u32 + u32::from(fin));
         self.reset_backoff(i);
@@ -273,7 +273,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// that dies first fails the accept (rule 5) instead of raising a lone CLOSE.
     fn accept<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         tag: u32,
         conn: u32,
         ird: u16,
@@ -282,61 +282,61 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     ) {
         let i = match self.lookup(conn) {
             Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => i,
-            Lookup::Gone => return self.complete(hal, tag, -ECONNRESET, 0),
-            _ => return self.complete(hal, tag, -EINVAL, 0),
+            Lookup::Gone => return self.complete(nic, tag, -ECONNRESET, 0),
+            _ => return self.complete(nic, tag, -EINVAL, 0),
         };
         let handle = self.handle(i);
         // A failed accept leaves the id IDLE with no events ever: the connection goes quietly.
-        let fail = |fw: &mut Self, hal: &mut H, errno: i32| {
+        let fail = |fw: &mut Self, nic: &mut H, errno: i32| {
             fw.detach(i);
-            fw.abort(hal, i, -errno);
-            fw.complete(hal, tag, -errno, handle);
+            fw.abort(nic, i, -errno);
+            fw.complete(nic, tag, -errno, handle);
         };
         if let Err(errno) = self.check_limits(ird, ord, private_data, self.conns[i].neg.enhanced) {
-            return fail(self, hal, errno);
+            return fail(self, nic, errno);
         }
         if self.take_buffer(i).is_none() {
-            return fail(self, hal, ENOBUFS);
+            return fail(self, nic, ENOBUFS);
         }
         let (reply, neg) = negotiation::accept(self.conns[i].neg, ird, ord, private_data);
         let seq = self.conns[i].snd_nxt;
         if self.stage(i, seq, &reply).is_err() {
-            return fail(self, hal, EINVAL);
+            return fail(self, nic, EINVAL);
         }
         self.leave_listener(i);
         self.conns[i].neg = neg;
-        self.send_staged(hal, i, false);
+        self.send_staged(nic, i, false);
         if neg.peer_to_peer {
             self.conns[i].state = State::AwaitRtr;
             self.conns[i].owed = Owed::AcceptCompletion(tag);
             self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
-            self.install_flow(hal, i, true);
+            self.install_flow(nic, i, true);
             self.arm(i, true, true);
         } else {
             self.conns[i].state = State::Established;
             self.conns[i].owed = Owed::Close;
-            self.install_flow(hal, i, false);
+            self.install_flow(nic, i, false);
             self.arm(i, true, false);
-            self.complete(hal, tag, 0, handle);
-            self.established(hal, i, EventKind::Established, PrivateData::None);
+            self.complete(nic, tag, 0, handle);
+            self.established(nic, i, EventKind::Established, PrivateData::None);
         }
     }
 
     /// Raise ESTABLISHED or CONNECT_REPLY 0 and count the connection.
     pub(crate) fn established<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         i: usize,
         kind: EventKind,
         private_data: PrivateData<'_>,
     ) {
         self.counters.connections_established += 1;
         self.conns[i].owed = Owed::Close;
-        self.raise(hal, i, kind, 0, private_data);
+        self.raise(nic, i, kind, 0, private_data);
     }
 
     /// Reject a raised request: a reply with R=1 and the private data, then FIN.
-    fn reject<H: Nic>(&mut self, hal: &mut H, conn: u32, private_data: &[u8]) -> i32 {
+    fn reject<H: Nic>(&mut self, nic: &mut H, conn: u32, private_data: &[u8]) -> i32 {
         let i = match self.lookup(conn) {
             Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => i,
             Lookup::Gone => return -ECONNRESET,
@@ -349,63 +349,63 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return -EINVAL;
         }
         self.detach(i);
-        self.send_reject(hal, i, private_data);
+        self.send_reject(nic, i, private_data);
         0
     }
 
     /// Reply with R=1 and close gracefully, telling the host nothing.
-    pub(crate) fn send_reject<H: Nic>(&mut self, hal: &mut H, i: usize, private_data: &[u8]) {
+    pub(crate) fn send_reject<H: Nic>(&mut self, nic: &mut H, i: usize, private_data: &[u8]) {
         self.leave_listener(i);
         let neg = self.conns[i].neg;
         let frame = negotiation::reject(&neg, private_data);
         let seq = self.conns[i].snd_nxt;
         if self.take_buffer(i).is_none() || self.stage(i, seq, &frame).is_err() {
-            return self.abort(hal, i, -ECONNRESET);
+            return self.abort(nic, i, -ECONNRESET);
         }
         self.counters.mpa_rejects_sent += 1;
-        self.send_staged(hal, i, true);
+        self.send_staged(nic, i, true);
         self.conns[i].state = State::FinWait1;
         self.arm(i, true, false);
     }
 
-    fn disconnect<H: Nic>(&mut self, hal: &mut H, tag: u32, conn: u32, abrupt: bool) {
+    fn disconnect<H: Nic>(&mut self, nic: &mut H, tag: u32, conn: u32, abrupt: bool) {
         let i = match self.lookup(conn) {
             Lookup::Live(i) => i,
             // Already closed: nothing to do, as in IDLE.
-            Lookup::Gone => return self.complete(hal, tag, 0, 0),
-            Lookup::Unknown => return self.complete(hal, tag, -EINVAL, 0),
+            Lookup::Gone => return self.complete(nic, tag, 0, 0),
+            Lookup::Unknown => return self.complete(nic, tag, -EINVAL, 0),
         };
         let handle = self.handle(i);
         match self.conns[i].state {
             State::Established if abrupt => {
-                self.complete(hal, tag, 0, handle);
-                self.abort(hal, i, -ECONNRESET);
+                self.complete(nic, tag, 0, handle);
+                self.abort(nic, i, -ECONNRESET);
             }
             State::Established => {
-                self.complete(hal, tag, 0, handle);
-                self.take_back_flow(hal, i);
-                self.close_gracefully(hal, i);
+                self.complete(nic, tag, 0, handle);
+                self.take_back_flow(nic, i);
+                self.close_gracefully(nic, i);
             }
             // A connection still being set up is given up: the host hears the one reply.
             State::SynSent | State::AwaitReply | State::AwaitRtrAck | State::AwaitRtr => {
-                self.complete(hal, tag, 0, handle);
-                self.abort(hal, i, -ECONNRESET);
+                self.complete(nic, tag, 0, handle);
+                self.abort(nic, i, -ECONNRESET);
             }
             // CONN_RECV and CLOSING: a no-op.
-            _ => self.complete(hal, tag, 0, handle),
+            _ => self.complete(nic, tag, 0, handle),
         }
     }
 
     /// The host forgets the connection: it is aborted if open, and raises nothing more.
-    fn release<H: Nic>(&mut self, hal: &mut H, tag: u32, conn: u32) {
+    fn release<H: Nic>(&mut self, nic: &mut H, tag: u32, conn: u32) {
         let i = match self.lookup(conn) {
             Lookup::Live(i) => i,
-            Lookup::Gone => return self.complete(hal, tag, 0, 0),
-            Lookup::Unknown => return self.complete(hal, tag, -EINVAL, 0),
+            Lookup::Gone => return self.complete(nic, tag, 0, 0),
+            Lookup::Unknown => return self.complete(nic, tag, -EINVAL, 0),
         };
         // An accept in flight is answered first: every command completes.
         if let Owed::AcceptCompletion(_) = self.conns[i].owed {
-            self.settle(hal, i, -ECONNRESET);
+            self.settle(nic, i, -ECONNRESET);
         }
         self.detach(i);
         match self.conns[i].state {
@@ -415,9 +415,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             | State::Closing
             | State::TimeWait
             | State::LastAck => {}
-            _ => self.abort(hal, i, -ECONNRESET),
+            _ => self.abort(nic, i, -ECONNRESET),
         }
-        self.complete(hal, tag, 0, 0);
+        self.complete(nic, tag, 0, 0);
     }
 }
 

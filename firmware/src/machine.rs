@@ -305,7 +305,7 @@ pub(crate) enum PrivateData<'p> {
 fn transmit<H: Nic>(
     checksums: Checksums,
     counters: &mut Counters,
-    hal: &mut H,
+    nic: &mut H,
     segment: &SegmentOut,
     payload: &[u8],
 ) {
@@ -313,8 +313,8 @@ fn transmit<H: Nic>(
         counters.resets_sent += 1;
     }
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
-    if let Ok(len) = segment.emit(payload, &mut hal.transmit_buffer().0, checksums) {
-        hal.transmit_frame(len);
+    if let Ok(len) = segment.emit(payload, &mut nic.transmit_buffer().0, checksums) {
+        nic.transmit_frame(len);
         counters.frames_sent += 1;
     }
 }
@@ -652,7 +652,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// `rcv_nxt` (except on an active SYN), with `payload`.
     pub(crate) fn send<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         i: usize,
         control: TcpControl,
         seq: u32,
@@ -689,21 +689,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             window: config.window,
             syn_options: syn.then_some((config.mss, config.window_shift)),
         };
-        transmit(config.checksums, counters, hal, &segment, payload);
+        transmit(config.checksums, counters, nic, &segment, payload);
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
-    pub(crate) fn send_stray<H: Nic>(&mut self, hal: &mut H, segment: &SegmentOut) {
-        transmit(self.config.checksums, &mut self.counters, hal, segment, &[]);
+    pub(crate) fn send_stray<H: Nic>(&mut self, nic: &mut H, segment: &SegmentOut) {
+        transmit(self.config.checksums, &mut self.counters, nic, segment, &[]);
     }
 
     /// Send RST at `snd_nxt`.
-    pub(crate) fn send_rst<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn send_rst<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::Rst, seq, Payload::NONE);
+        self.send(nic, i, TcpControl::Rst, seq, Payload::NONE);
     }
 
-    pub(crate) fn complete<H: Nic>(&mut self, hal: &mut H, tag: u32, status: i32, handle: u32) {
+    pub(crate) fn complete<H: Nic>(&mut self, nic: &mut H, tag: u32, status: i32, handle: u32) {
         if status != 0 {
             self.counters.commands_failed += 1;
         }
@@ -712,16 +712,16 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             status,
             handle,
         })
-        .emit(&mut hal.record_buffer().0)
+        .emit(&mut nic.record_buffer().0)
         {
-            hal.push_record(len);
+            nic.push_record(len);
         }
     }
 
     /// Raise an event about connection `i`, carrying `private_data`.
     pub(crate) fn raise<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         i: usize,
         kind: EventKind,
         status: i32,
@@ -776,61 +776,61 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ord,
             private_data,
         };
-        if let Ok(len) = event.emit(&mut hal.record_buffer().0) {
-            hal.push_record(len);
+        if let Ok(len) = event.emit(&mut nic.record_buffer().0) {
+            nic.push_record(len);
             counters.events_raised += 1;
         }
     }
 
     /// Give the host what it is owed for a connection that failed with `status`, then
     /// forget the handle.
-    pub(crate) fn settle<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
+    pub(crate) fn settle<H: Nic>(&mut self, nic: &mut H, i: usize, status: i32) {
         match self.conns[i].owed {
             Owed::Nothing | Owed::Answer => {}
             Owed::ConnectReply => {
-                self.raise(hal, i, EventKind::ConnectReply, status, PrivateData::None)
+                self.raise(nic, i, EventKind::ConnectReply, status, PrivateData::None)
             }
             Owed::AcceptCompletion(tag) => {
                 let handle = self.handle(i);
-                self.complete(hal, tag, status, handle);
+                self.complete(nic, tag, status, handle);
             }
-            Owed::Close => self.raise(hal, i, EventKind::Close, status, PrivateData::None),
+            Owed::Close => self.raise(nic, i, EventKind::Close, status, PrivateData::None),
         }
         self.detach(i);
     }
 
     /// Abort: RST if the peer knows the connection, settle with `status`, free.
-    pub(crate) fn abort<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
+    pub(crate) fn abort<H: Nic>(&mut self, nic: &mut H, i: usize, status: i32) {
         fw_debug!("connection {=usize} aborted, status {=i32}", i, status);
-        self.take_back_flow(hal, i);
+        self.take_back_flow(nic, i);
         if self.conns[i].state != State::SynSent && self.conns[i].state != State::TimeWait {
-            self.send_rst(hal, i);
+            self.send_rst(nic, i);
         }
-        self.drop_connection(hal, i, status);
+        self.drop_connection(nic, i, status);
     }
 
     /// The connection ends without a word to the peer (it reset us, or never answered).
-    pub(crate) fn drop_connection<H: Nic>(&mut self, hal: &mut H, i: usize, status: i32) {
-        self.take_back_flow(hal, i);
-        self.settle(hal, i, status);
+    pub(crate) fn drop_connection<H: Nic>(&mut self, nic: &mut H, i: usize, status: i32) {
+        self.take_back_flow(nic, i);
+        self.settle(nic, i, status);
         self.free(i);
     }
 
     /// Hand connection `i` to the datapath at its current sequence numbers.
-    pub(crate) fn install_flow<H: Nic>(&mut self, hal: &mut H, i: usize, rtr_expected: bool) {
+    pub(crate) fn install_flow<H: Nic>(&mut self, nic: &mut H, i: usize, rtr_expected: bool) {
         let ctx = self.flow_context(i, rtr_expected);
-        hal.write_flow(&ctx);
+        nic.write_flow(&ctx);
         self.conns[i].in_datapath = true;
     }
 
     /// End FPDU mode for `i`: read the datapath's sequence numbers back and remove the flow.
-    pub(crate) fn take_back_flow<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn take_back_flow<H: Nic>(&mut self, nic: &mut H, i: usize) {
         if !self.conns[i].in_datapath {
             return;
         }
         self.conns[i].in_datapath = false;
-        let ctx = hal.read_flow(i as u16);
-        hal.remove_flow(i as u16);
+        let ctx = nic.read_flow(i as u16);
+        nic.remove_flow(i as u16);
         if let Some(ctx) = ctx {
             let c = &mut self.conns[i];
             c.snd_una = ctx.snd_una;
@@ -862,25 +862,25 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     // ---- timers ---------------------------------------------------------------------
 
-    fn on_timer<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    fn on_timer<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let (syn_retries, data_retries) = (self.config.syn_retries, self.config.data_retries);
         match self.conns[i].state {
             State::Free => {}
             State::SynSent => {
                 if self.back_off(i, syn_retries) {
                     let iss = self.conns[i].snd_una;
-                    self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
+                    self.send(nic, i, TcpControl::Syn, iss, Payload::NONE);
                     self.arm(i, true, false);
                 } else {
                     self.counters.connect_timeouts += 1;
-                    self.settle(hal, i, -ETIMEDOUT);
+                    self.settle(nic, i, -ETIMEDOUT);
                     self.free(i);
                 }
             }
             State::SynReceived => {
                 if self.back_off(i, syn_retries) {
                     let iss = self.conns[i].snd_una;
-                    self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
+                    self.send(nic, i, TcpControl::Syn, iss, Payload::NONE);
                     self.arm(i, true, false);
                 } else {
                     self.free(i);
@@ -888,36 +888,36 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
             State::AwaitRequest => {
                 self.counters.mpa_request_timeouts += 1;
-                self.abort(hal, i, -ETIMEDOUT);
+                self.abort(nic, i, -ETIMEDOUT);
             }
             State::AwaitReply | State::AwaitRtr if self.phase_due(i) => {
                 if self.conns[i].state == State::AwaitReply {
                     self.counters.mpa_reply_timeouts += 1;
                 }
-                self.abort(hal, i, -ETIMEDOUT);
+                self.abort(nic, i, -ETIMEDOUT);
             }
             State::AwaitReply | State::AwaitRtr | State::AwaitRtrAck => {
                 if self.back_off(i, data_retries) {
-                    self.retransmit_stream(hal, i, TcpControl::Psh);
+                    self.retransmit_stream(nic, i, TcpControl::Psh);
                     let phase = self.conns[i].state != State::AwaitRtrAck;
                     self.arm(i, true, phase);
                 } else {
                     self.counters.retransmit_timeouts += 1;
-                    self.abort(hal, i, -ETIMEDOUT);
+                    self.abort(nic, i, -ETIMEDOUT);
                 }
             }
-            State::Established => self.check_handed_off_bytes(hal, i),
+            State::Established => self.check_handed_off_bytes(nic, i),
             State::FinWait1 | State::Closing | State::LastAck => {
                 if self.back_off(i, data_retries) {
-                    self.retransmit_stream(hal, i, TcpControl::Fin);
+                    self.retransmit_stream(nic, i, TcpControl::Fin);
                     self.arm(i, true, false);
                 } else {
                     self.counters.retransmit_timeouts += 1;
-                    self.abort(hal, i, -ETIMEDOUT);
+                    self.abort(nic, i, -ETIMEDOUT);
                 }
             }
             State::FinWait2 => {
-                self.settle(hal, i, -ETIMEDOUT);
+                self.settle(nic, i, -ETIMEDOUT);
                 self.free(i);
             }
             State::TimeWait => self.free(i),
@@ -927,7 +927,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Send again what the peer has not acknowledged: the buffered stream bytes from
     /// `snd_una`, with `control` (FIN rides on the last byte; a bare FIN when no bytes).
-    pub(crate) fn retransmit_stream<H: Nic>(&mut self, hal: &mut H, i: usize, control: TcpControl) {
+    pub(crate) fn retransmit_stream<H: Nic>(&mut self, nic: &mut H, i: usize, control: TcpControl) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         let (skip, len) = match self.buffer(i) {
             Some(b) => {
@@ -943,20 +943,20 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             TcpControl::Psh
         };
         if len > 0 || fin_pending {
-            self.send(hal, i, control, snd_una, Payload::Buffered { skip });
+            self.send(nic, i, control, snd_una, Payload::Buffered { skip });
         }
     }
 
     /// In FPDU mode with bytes of ours (MPA reply) still buffered: free them once the
     /// datapath saw them acknowledged, or send them again.
-    fn check_handed_off_bytes<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    fn check_handed_off_bytes<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let Some(tx_end) = self.buffer(i).map(NegotiationBuffer::tx_end) else {
             return;
         };
         if !self.conns[i].in_datapath {
             return;
         }
-        let Some(ctx) = hal.read_flow(i as u16) else {
+        let Some(ctx) = nic.read_flow(i as u16) else {
             return;
         };
         if (ctx.snd_una.wrapping_sub(tx_end) as i32) >= 0 {
@@ -965,14 +965,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
         if !self.back_off(i, self.config.data_retries) {
             self.counters.retransmit_timeouts += 1;
-            return self.abort(hal, i, -ETIMEDOUT);
+            return self.abort(nic, i, -ETIMEDOUT);
         }
         self.conns[i].snd_una = ctx.snd_una;
         self.conns[i].rcv_nxt = ctx.rcv_nxt;
         // A retransmission must not move snd_nxt: send from snd_una to the buffer's end.
         let saved = self.conns[i].snd_nxt;
         self.conns[i].snd_nxt = tx_end;
-        self.retransmit_stream(hal, i, TcpControl::Psh);
+        self.retransmit_stream(nic, i, TcpControl::Psh);
         self.conns[i].snd_nxt = saved;
         self.arm(i, true, false);
     }

@@ -49,7 +49,7 @@ fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl<const N: usize, const B: usize> Machine<N, B> {
-    pub(crate) fn on_frame<H: Nic>(&mut self, hal: &mut H, frame: &[u8]) {
+    pub(crate) fn on_frame<H: Nic>(&mut self, nic: &mut H, frame: &[u8]) {
         let Ok(seg) = TcpSegment::parse(frame, self.config.checksums) else {
             self.counters.frames_ignored += 1;
             return;
@@ -65,28 +65,28 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             remote_port: seg.src_port,
         };
         match self.by_tuple.get(&tuple).copied() {
-            Some(i) => self.on_segment(hal, i as usize, &seg),
-            None => self.on_unmatched(hal, tuple, &seg),
+            Some(i) => self.on_segment(nic, i as usize, &seg),
+            None => self.on_unmatched(nic, tuple, &seg),
         }
     }
 
-    fn on_unmatched<H: Nic>(&mut self, hal: &mut H, tuple: FourTuple, seg: &TcpSegment) {
+    fn on_unmatched<H: Nic>(&mut self, nic: &mut H, tuple: FourTuple, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
             return;
         }
         if seg.control == TcpControl::Syn && seg.ack.is_none() {
             if let Some(l) = self.find_listener(&tuple) {
-                return self.on_syn(hal, l, tuple, seg);
+                return self.on_syn(nic, l, tuple, seg);
             }
         }
         self.counters.segments_unmatched += 1;
-        self.reset_reply(hal, tuple, *seg.src_mac, seg);
+        self.reset_reply(nic, tuple, *seg.src_mac, seg);
     }
 
     /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1).
     fn reset_reply<H: Nic>(
         &mut self,
-        hal: &mut H,
+        nic: &mut H,
         tuple: FourTuple,
         remote_mac: [u8; 6],
         seg: &TcpSegment,
@@ -108,10 +108,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             window: 0,
             syn_options: None,
         };
-        self.send_stray(hal, &rst);
+        self.send_stray(nic, &rst);
     }
 
-    fn on_syn<H: Nic>(&mut self, hal: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
+    fn on_syn<H: Nic>(&mut self, nic: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
         let Some(listener) = self.listeners[l] else {
             return;
         };
@@ -132,7 +132,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if let Some(Some(l)) = self.listeners.get_mut(l) {
             l.half_open += 1;
         }
-        self.send(hal, i, TcpControl::Syn, iss, Payload::NONE);
+        self.send(nic, i, TcpControl::Syn, iss, Payload::NONE);
         self.arm(i, true, false);
     }
 
@@ -143,24 +143,24 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         c.peer_window = seg.window;
     }
 
-    fn on_segment<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn on_segment<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Rst {
-            return self.on_rst(hal, i, seg);
+            return self.on_rst(nic, i, seg);
         }
         match self.conns[i].state {
-            State::SynSent => self.in_syn_sent(hal, i, seg),
-            State::SynReceived => self.in_syn_received(hal, i, seg),
-            _ => self.in_stream(hal, i, seg),
+            State::SynSent => self.in_syn_sent(nic, i, seg),
+            State::SynReceived => self.in_syn_received(nic, i, seg),
+            _ => self.in_stream(nic, i, seg),
         }
     }
 
-    fn on_rst<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn on_rst<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let c = &self.conns[i];
         let acceptable = match c.state {
             State::SynSent => seg.ack == Some(c.snd_nxt),
             _ => {
                 let rcv_nxt = match c.in_datapath {
-                    true => hal.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
+                    true => nic.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
                     false => c.rcv_nxt,
                 };
                 let offset = seq_diff(seg.seq, rcv_nxt);
@@ -177,10 +177,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         } else {
             -ECONNRESET
         };
-        self.drop_connection(hal, i, status);
+        self.drop_connection(nic, i, status);
     }
 
-    fn in_syn_sent<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_syn_sent<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let snd_nxt = self.conns[i].snd_nxt;
         match (seg.control, seg.ack) {
             (TcpControl::Syn, Some(ack)) if ack == snd_nxt => {
@@ -189,43 +189,43 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 c.snd_una = ack;
                 c.remote_mac = *seg.src_mac;
                 self.take_peer_options(i, seg);
-                self.send_ack(hal, i);
-                self.send_staged(hal, i, false);
+                self.send_ack(nic, i);
+                self.send_staged(nic, i, false);
                 self.conns[i].state = State::AwaitReply;
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
                 self.arm(i, true, true);
             }
             (_, Some(ack)) if ack != snd_nxt => {
                 let (tuple, mac) = (self.conns[i].tuple, *seg.src_mac);
-                self.reset_reply(hal, tuple, mac, seg);
+                self.reset_reply(nic, tuple, mac, seg);
             }
             // A SYN without ACK (simultaneous open) is not supported: the peer retries.
             _ => {}
         }
     }
 
-    fn in_syn_received<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_syn_received<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         match seg.ack {
             // The peer sent its SYN again: our SYN-ACK was lost.
             None if seg.control == TcpControl::Syn => {
                 self.counters.retransmissions += 1;
-                self.send(hal, i, TcpControl::Syn, snd_una, Payload::NONE);
+                self.send(nic, i, TcpControl::Syn, snd_una, Payload::NONE);
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
                 self.conns[i].snd_una = ack;
                 self.conns[i].peer_window = seg.window;
                 self.conns[i].state = State::AwaitRequest;
                 if self.take_buffer(i).is_none() {
-                    return self.abort(hal, i, -ECONNRESET);
+                    return self.abort(nic, i, -ECONNRESET);
                 }
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 self.arm(i, false, true);
-                self.in_stream(hal, i, seg);
+                self.in_stream(nic, i, seg);
             }
             Some(_) => {
                 let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
-                self.reset_reply(hal, tuple, mac, seg);
+                self.reset_reply(nic, tuple, mac, seg);
             }
             None => {}
         }
@@ -233,46 +233,46 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Every state after the handshake: the ACK first (it may move the state on), then
     /// the payload and FIN, taken strictly in order.
-    fn in_stream<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
+    fn in_stream<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         if let Some(ack) = seg.ack {
             self.take_ack(i, ack);
             self.conns[i].peer_window = seg.window;
-            self.after_ack(hal, i);
+            self.after_ack(nic, i);
         }
         let fin = seg.control == TcpControl::Fin;
         match self.conns[i].state {
             State::Free => return,
-            State::Established => return self.in_fpdu_mode(hal, i, seg),
+            State::Established => return self.in_fpdu_mode(nic, i, seg),
             _ => {}
         }
         let offset = seq_diff(seg.seq, self.conns[i].rcv_nxt);
         if offset > 0 {
             self.counters.segments_out_of_order += 1;
-            return self.send_ack(hal, i);
+            return self.send_ack(nic, i);
         }
         let skip = offset.unsigned_abs() as usize;
         let Some(payload) = seg.payload.get(skip..) else {
             // Entirely old, FIN included: our ACK was lost; send it again.
-            return self.send_ack(hal, i);
+            return self.send_ack(nic, i);
         };
         if payload.is_empty() && !fin {
             if skip > 0 {
-                self.send_ack(hal, i);
+                self.send_ack(nic, i);
             }
             return;
         }
         match self.conns[i].state {
-            State::AwaitRequest => self.request_bytes(hal, i, payload, fin),
+            State::AwaitRequest => self.request_bytes(nic, i, payload, fin),
             State::AwaitAccept => {
                 // Bytes or FIN before our reply: a protocol error (spec/mpa.md).
                 self.counters.mpa_extra_bytes += u32::from(!payload.is_empty());
-                self.abort(hal, i, -ECONNRESET);
+                self.abort(nic, i, -ECONNRESET);
             }
-            State::AwaitRtr => self.rtr_bytes(hal, i, payload, fin),
-            State::AwaitReply => self.reply_bytes(hal, i, payload, fin),
-            State::AwaitRtrAck if fin => self.abort(hal, i, -ECONNRESET),
+            State::AwaitRtr => self.rtr_bytes(nic, i, payload, fin),
+            State::AwaitReply => self.reply_bytes(nic, i, payload, fin),
+            State::AwaitRtrAck if fin => self.abort(nic, i, -ECONNRESET),
             State::AwaitRtrAck => self.counters.early_data_dropped += 1,
-            _ => self.closing_bytes(hal, i, payload, fin),
+            _ => self.closing_bytes(nic, i, payload, fin),
         }
     }
 
@@ -294,19 +294,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Transitions an acknowledgement alone can cause.
-    fn after_ack<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    fn after_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
         match self.conns[i].state {
-            State::AwaitRtrAck if all_acked => self.enter_fpdu_mode_active(hal, i),
+            State::AwaitRtrAck if all_acked => self.enter_fpdu_mode_active(nic, i),
             State::FinWait1 if all_acked => {
                 self.conns[i].state = State::FinWait2;
                 self.release_buffer(i);
                 self.conns[i].phase_deadline = self.after(self.timeouts.fin_wait_2);
                 self.arm(i, false, true);
             }
-            State::Closing if all_acked => self.enter_time_wait(hal, i),
+            State::Closing if all_acked => self.enter_time_wait(nic, i),
             State::LastAck if all_acked => {
-                self.settle(hal, i, 0);
+                self.settle(nic, i, 0);
                 self.free(i);
             }
             State::AwaitReply | State::AwaitRtr
@@ -319,9 +319,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    pub(crate) fn send_ack<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn send_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::None, seq, Payload::NONE);
+        self.send(nic, i, TcpControl::None, seq, Payload::NONE);
     }
 
     /// Append in-order bytes to the negotiation buffer's receive side; how many fit.
@@ -339,7 +339,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// The responder collects the MPA request. One that arrives whole in a segment (the
     /// usual case) is judged where it lies and its private data raised from there; one
     /// in pieces is collected in the negotiation buffer first.
-    fn request_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn request_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
         let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
             return;
         };
@@ -370,7 +370,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         let (neg, verdict, extra, private_data) = match judged {
             Ok(judged) => judged,
-            Err(Error::Truncated) if !fin && !overflow => return self.send_ack(hal, i),
+            Err(Error::Truncated) if !fin && !overflow => return self.send_ack(nic, i),
             Err(error) => {
                 let refusal = match error {
                     Error::Truncated => {
@@ -384,54 +384,54 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     revision: 2,
                     ..Negotiation::default()
                 };
-                return self.refuse(hal, i, refusal);
+                return self.refuse(nic, i, refusal);
             }
         };
         self.conns[i].neg = neg;
         if extra || overflow {
             self.counters.mpa_extra_bytes += 1;
-            return self.abort(hal, i, -ECONNRESET);
+            return self.abort(nic, i, -ECONNRESET);
         }
         if fin {
             self.counters.mpa_truncated += 1;
-            return self.abort(hal, i, -ECONNRESET);
+            return self.abort(nic, i, -ECONNRESET);
         }
         if let Err(refusal) = verdict {
-            return self.refuse(hal, i, refusal);
+            return self.refuse(nic, i, refusal);
         }
         let l = usize::from(self.conns[i].listener);
         let Some(Some(listener)) = self.listeners.get_mut(l) else {
-            return self.abort(hal, i, -ECONNRESET);
+            return self.abort(nic, i, -ECONNRESET);
         };
         if listener.pending >= listener.backlog {
             self.counters.backlog_refused += 1;
-            return self.refuse(hal, i, Refusal::RejectReply);
+            return self.refuse(nic, i, Refusal::RejectReply);
         }
         listener.half_open = listener.half_open.saturating_sub(1);
         listener.pending += 1;
         self.conns[i].state = State::AwaitAccept;
         self.conns[i].owed = Owed::Answer;
         self.timers.disarm(i);
-        self.send_ack(hal, i);
+        self.send_ack(nic, i);
         let private_data = match whole {
             true => PrivateData::Bytes(payload.get(private_data).unwrap_or(&[])),
             false => PrivateData::OfReceivedFrame,
         };
-        self.raise(hal, i, EventKind::ConnectRequest, 0, private_data);
+        self.raise(nic, i, EventKind::ConnectRequest, 0, private_data);
         self.release_buffer(i);
     }
 
-    fn refuse<H: Nic>(&mut self, hal: &mut H, i: usize, refusal: Refusal) {
+    fn refuse<H: Nic>(&mut self, nic: &mut H, i: usize, refusal: Refusal) {
         match refusal {
-            Refusal::Reset => self.abort(hal, i, -ECONNRESET),
-            Refusal::RejectReply => self.send_reject(hal, i, &[]),
+            Refusal::Reset => self.abort(nic, i, -ECONNRESET),
+            Refusal::RejectReply => self.send_reject(nic, i, &[]),
         }
     }
 
     /// The responder in peer-to-peer mode collects the initiator's RTR.
-    fn rtr_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn rtr_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
         if fin {
-            return self.abort(hal, i, -ECONNRESET);
+            return self.abort(nic, i, -ECONNRESET);
         }
         let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
             return;
@@ -454,15 +454,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Ok(Some(total)) => total,
             Ok(None) => {
                 self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
-                return self.send_ack(hal, i);
+                return self.send_ack(nic, i);
             }
             Err(RtrError::Crc) => {
                 self.counters.crc_errors += 1;
-                return self.terminate(hal, i, llp_code::CRC_ERROR, -ECONNRESET);
+                return self.terminate(nic, i, llp_code::CRC_ERROR, -ECONNRESET);
             }
             Err(RtrError::Mismatch) => {
                 self.counters.rtr_mismatch += 1;
-                return self.terminate(hal, i, llp_code::NO_MATCHING_RTR, -ECONNRESET);
+                return self.terminate(nic, i, llp_code::NO_MATCHING_RTR, -ECONNRESET);
             }
         };
         if total - have < payload.len() {
@@ -472,14 +472,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
         // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
         // the flow came here, so our sequence numbers are the current ones.
-        self.install_flow(hal, i, false);
-        self.send_ack(hal, i);
+        self.install_flow(nic, i, false);
+        self.send_ack(nic, i);
         self.conns[i].state = State::Established;
         if let Owed::AcceptCompletion(tag) = self.conns[i].owed {
             let handle = self.handle(i);
-            self.complete(hal, tag, 0, handle);
+            self.complete(nic, tag, 0, handle);
         }
-        self.established(hal, i, EventKind::Established, PrivateData::None);
+        self.established(nic, i, EventKind::Established, PrivateData::None);
         self.keep_only_unacked(i);
     }
 
@@ -494,7 +494,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// The initiator collects the MPA reply.
-    fn reply_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn reply_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
         let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
         let take = self.collect(i, payload);
         let asked = self.conns[i].neg;
@@ -511,7 +511,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Ok(judged) => judged,
             Err(Error::Truncated) if !fin && take == payload.len() => {
                 self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(take as u32);
-                return self.send_ack(hal, i);
+                return self.send_ack(nic, i);
             }
             Err(error) => {
                 match error {
@@ -521,7 +521,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     }
                 }
                 let status = if fin { -ECONNRESET } else { -EINVAL };
-                return self.abort(hal, i, status);
+                return self.abort(nic, i, status);
             }
         };
         if extra {
@@ -534,36 +534,36 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         match verdict {
             ReplyVerdict::Rejected => {
                 self.raise(
-                    hal,
+                    nic,
                     i,
                     EventKind::ConnectReply,
                     -ECONNREFUSED,
                     PrivateData::OfReceivedFrame,
                 );
                 self.detach(i);
-                self.close_gracefully(hal, i);
+                self.close_gracefully(nic, i);
             }
-            ReplyVerdict::Failed { term_code: 0 } => self.abort(hal, i, -EINVAL),
-            ReplyVerdict::Failed { term_code } => self.terminate(hal, i, term_code, -EINVAL),
+            ReplyVerdict::Failed { term_code: 0 } => self.abort(nic, i, -EINVAL),
+            ReplyVerdict::Failed { term_code } => self.terminate(nic, i, term_code, -EINVAL),
             ReplyVerdict::Accepted(neg) => {
                 self.conns[i].neg = neg;
                 if neg.peer_to_peer {
-                    self.send_rtr(hal, i);
+                    self.send_rtr(nic, i);
                 } else {
-                    self.enter_fpdu_mode_active(hal, i);
+                    self.enter_fpdu_mode_active(nic, i);
                 }
             }
         }
     }
 
     /// The initiator sends the agreed RTR as its first FPDU and waits for its ACK.
-    fn send_rtr<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    fn send_rtr<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let Some(rtr) = MessageRepr::rtr(self.conns[i].neg.rtr) else {
-            return self.abort(hal, i, -EINVAL);
+            return self.abort(nic, i, -EINVAL);
         };
         let mut ulpdu = [0u8; 64];
         let Ok(len) = rtr.emit(&mut ulpdu) else {
-            return self.abort(hal, i, -EINVAL);
+            return self.abort(nic, i, -EINVAL);
         };
         let snd_nxt = self.conns[i].snd_nxt;
         let Some(b) = self.buffer_mut(i) else { return };
@@ -576,20 +576,20 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return;
         };
         b.tx_len = n as u16;
-        self.send_staged(hal, i, false);
+        self.send_staged(nic, i, false);
         self.conns[i].state = State::AwaitRtrAck;
         self.arm(i, true, false);
     }
 
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
-    fn enter_fpdu_mode_active<H: Nic>(&mut self, hal: &mut H, i: usize) {
-        self.install_flow(hal, i, false);
-        self.send_ack(hal, i);
+    fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize) {
+        self.install_flow(nic, i, false);
+        self.send_ack(nic, i);
         self.conns[i].state = State::Established;
         self.timers.disarm(i);
         self.established(
-            hal,
+            nic,
             i,
             EventKind::ConnectReply,
             PrivateData::OfReceivedFrame,
@@ -599,21 +599,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// A frame of a flow the datapath carries: its FIN (the datapath delivered any payload
     /// in front of it), its RST, or data that raced the hand-off.
-    fn in_fpdu_mode<H: Nic>(&mut self, hal: &mut H, i: usize, seg: &TcpSegment) {
-        let Some(ctx) = hal.read_flow(i as u16) else {
+    fn in_fpdu_mode<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
+        let Some(ctx) = nic.read_flow(i as u16) else {
             return;
         };
         let end = seg.seq.wrapping_add(seg.payload.len() as u32);
         if seg.control == TcpControl::Fin && end == ctx.rcv_nxt {
-            self.take_back_flow(hal, i);
+            self.take_back_flow(nic, i);
             self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(1);
             let seq = self.conns[i].snd_nxt;
-            self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
+            self.send(nic, i, TcpControl::Fin, seq, Payload::NONE);
             self.conns[i].snd_nxt = seq.wrapping_add(1);
             self.conns[i].state = State::LastAck;
             self.reset_backoff(i);
             self.arm(i, true, false);
-            self.raise(hal, i, EventKind::Disconnect, 0, PrivateData::None);
+            self.raise(nic, i, EventKind::Disconnect, 0, PrivateData::None);
         } else if !seg.payload.is_empty() {
             self.counters.early_data_dropped += 1;
         }
@@ -621,35 +621,35 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Bytes and FIN after we closed: data is dropped (the connection is closing), the FIN
     /// moves the close on.
-    fn closing_bytes<H: Nic>(&mut self, hal: &mut H, i: usize, payload: &[u8], fin: bool) {
+    fn closing_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
         let c = &mut self.conns[i];
         c.rcv_nxt = c
             .rcv_nxt
             .wrapping_add(payload.len() as u32 + u32::from(fin));
         let state = c.state;
-        self.send_ack(hal, i);
+        self.send_ack(nic, i);
         if !fin {
             return;
         }
         match state {
             State::FinWait1 => self.conns[i].state = State::Closing,
-            State::FinWait2 => self.enter_time_wait(hal, i),
+            State::FinWait2 => self.enter_time_wait(nic, i),
             _ => {}
         }
     }
 
-    fn enter_time_wait<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    fn enter_time_wait<H: Nic>(&mut self, nic: &mut H, i: usize) {
         self.conns[i].state = State::TimeWait;
         self.release_buffer(i);
-        self.settle(hal, i, 0);
+        self.settle(nic, i, 0);
         self.conns[i].phase_deadline = self.after(self.timeouts.time_wait);
         self.arm(i, false, true);
     }
 
     /// FIN after everything we sent; the peer's FIN completes the close.
-    pub(crate) fn close_gracefully<H: Nic>(&mut self, hal: &mut H, i: usize) {
+    pub(crate) fn close_gracefully<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
-        self.send(hal, i, TcpControl::Fin, seq, Payload::NONE);
+        self.send(nic, i, TcpControl::Fin, seq, Payload::NONE);
         self.conns[i].snd_nxt = seq.wrapping_add(1);
         self.conns[i].state = State::FinWait1;
         self.reset_backoff(i);
@@ -657,8 +657,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Terminate (LLP layer, `code`), then RST, then the host hears `status`.
-    pub(crate) fn terminate<H: Nic>(&mut self, hal: &mut H, i: usize, code: u8, status: i32) {
-        self.take_back_flow(hal, i);
+    pub(crate) fn terminate<H: Nic>(&mut self, nic: &mut H, i: usize, code: u8, status: i32) {
+        self.take_back_flow(nic, i);
         let term = MessageRepr::terminate(TerminateRepr::llp(code), 1);
         let mut ulpdu = [0u8; 32];
         let mut fpdu = [0u8; 48];
@@ -667,14 +667,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu));
         if let Ok(len) = len {
             let seq = self.conns[i].snd_nxt;
-            self.send(hal, i, TcpControl::Psh, seq, Payload::Bytes(&fpdu[..len]));
+            self.send(nic, i, TcpControl::Psh, seq, Payload::Bytes(&fpdu[..len]));
             self.conns[i].snd_nxt = seq.wrapping_add(len as u32);
             self.counters.terminates_sent += 1;
         }
-        self.abort(hal, i, status);
+        self.abort(nic, i, status);
     }
 
-    pub(crate) fn on_flow_event<H: Nic>(&mut self, hal: &mut H, report: FlowEvent) {
+    pub(crate) fn on_flow_event<H: Nic>(&mut self, nic: &mut H, report: FlowEvent) {
         let i = usize::from(report.index);
         if self.conns.get(i).is_none_or(|c| !c.in_datapath) {
             return;
@@ -683,6 +683,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             FlowEventKind::CrcError => self.counters.crc_errors += 1,
             FlowEventKind::LengthError => self.counters.length_errors += 1,
         }
-        self.terminate(hal, i, llp_code::CRC_ERROR, -ECONNRESET);
+        self.terminate(nic, i, llp_code::CRC_ERROR, -ECONNRESET);
     }
 }
