@@ -144,7 +144,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     pub(crate) fn find_listener(&self, tuple: &FourTuple) -> Option<usize> {
         let mut wildcard = None;
         let mut slot = 0;
-        while self.listening >> slot != 0 {
+        while slot < MAX_LISTENERS && self.listening >> slot != 0 {
             if let (true, Some(l)) = (self.listening >> slot & 1 != 0, &self.listeners[slot]) {
                 if l.local.port == tuple.local_port {
                     match l.local.addr {

@@ -123,7 +123,8 @@ pub trait Hal {
     /// The NIC without its input queues.
     type Nic: Nic;
     fn nic(&mut self) -> &mut Self::Nic;
-    /// The frame at the head of the firmware RX queue, in place, and the NIC.
+    /// The frame at the head of the firmware RX queue, in place, and the NIC. The
+    /// firmware reads at most [`MAX_FRAME_LEN`] bytes of it.
     fn next_frame(&mut self) -> (Option<&[u8]>, &mut Self::Nic);
     /// Free the head frame's slot.
     fn pop_frame(&mut self);

@@ -15,7 +15,7 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FourTuple, Hal, Nic, WordHasher};
+use crate::hal::{FlowContext, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::timer::{Clock, TimerWheel};
@@ -172,6 +172,12 @@ const _: () = assert!(core::mem::offset_of!(NegotiationBuffer, tx) % 4 == 2);
 
 /// Room for an MPA frame and the RTR FPDU that may follow it before either is acknowledged.
 pub(crate) const TX_CAPACITY: usize = MPA_MAX_FRAME_LEN + 64;
+// The longest RTR (a zero-length Read Request) fits where `send_rtr` stages it.
+const _: () = assert!(
+    iwnic_proto::fpdu::fpdu_len(
+        iwnic_proto::ddp::UNTAGGED_HEADER_LEN + iwnic_proto::ddp::READ_REQUEST_BODY_LEN
+    ) <= TX_CAPACITY
+);
 
 impl NegotiationBuffer {
     const EMPTY: NegotiationBuffer = NegotiationBuffer {
@@ -301,7 +307,7 @@ pub(crate) enum PrivateData<'p> {
     OfReceivedFrame,
 }
 
-/// Build `segment` with `payload` in the Hal's transmit buffer and queue it.
+/// Build `segment` with `payload` in the Nic's transmit buffer and queue it.
 fn transmit<H: Nic>(
     checksums: Checksums,
     counters: &mut Counters,
@@ -391,7 +397,7 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
                 break;
             };
             m.counters.frames_received += 1;
-            m.on_frame(nic, frame);
+            m.on_frame(nic, &frame[..frame.len().min(MAX_FRAME_LEN)]);
             hal.pop_frame();
         }
         let nic = hal.nic();

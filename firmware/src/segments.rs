@@ -558,24 +558,16 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// The initiator sends the agreed RTR as its first FPDU and waits for its ACK.
     fn send_rtr<H: Nic>(&mut self, nic: &mut H, i: usize) {
-        let Some(rtr) = MessageRepr::rtr(self.conns[i].neg.rtr) else {
-            return self.abort(nic, i, -EINVAL);
-        };
-        let mut ulpdu = [0u8; 64];
-        let Ok(len) = rtr.emit(&mut ulpdu) else {
+        // The RTR FPDUs are constants, their CRC computed at compile time.
+        let Some(rtr) = MessageRepr::rtr_fpdu(self.conns[i].neg.rtr) else {
             return self.abort(nic, i, -EINVAL);
         };
         let snd_nxt = self.conns[i].snd_nxt;
         let Some(b) = self.buffer_mut(i) else { return };
         // The request is acknowledged by now (the reply answered it): the RTR starts the buffer.
         b.tx_seq = snd_nxt;
-        let Ok(n) = (FpduRepr {
-            ulpdu: &ulpdu[..len],
-        })
-        .emit(&mut b.tx) else {
-            return;
-        };
-        b.tx_len = n as u16;
+        b.tx[..rtr.len()].copy_from_slice(rtr);
+        b.tx_len = rtr.len() as u16;
         self.send_staged(nic, i, false);
         self.conns[i].state = State::AwaitRtrAck;
         self.arm(i, true, false);

@@ -185,6 +185,11 @@ fn listen_checks() {
         [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]
     );
     assert_eq!(bench.fw.listener_count(), 16);
+    // With every slot open, a SYN's search visits all sixteen: to the last one's port it
+    // is taken, to a port nobody listens on it is refused.
+    bench.deliver(Peer::new(1000, PORT + 15, 1).syn());
+    bench.deliver(Peer::new(1001, 9, 1).syn());
+    assert_eq!(kinds(&bench.sent()), ["SYN-ACK", "RST"]);
 }
 
 #[test]

@@ -296,8 +296,10 @@ mod used {
 
 impl<'a> CommandRecord<'a> {
     /// Read in place, each field at its constant offset in the fixed part. Canonical form
-    /// is enforced: flags and fields the command does not use must be 0. Inlined, so a
-    /// caller reading from a [`RecordBuffer`] gets word loads.
+    /// is enforced: flags and fields the command does not use must be 0, and a command
+    /// that carries no private data must announce none. A record with several faults
+    /// gets the error of the first check, in this order: header and length, the fixed
+    /// part present (`Truncated`), private data, kind, canonical form, endpoints.
     #[inline]
     pub fn parse(bytes: &'a [u8]) -> Result<CommandRecord<'a>> {
         use used::*;
@@ -327,7 +329,7 @@ impl<'a> CommandRecord<'a> {
             && zero_unless(ARG, &f[16..20])
             && zero_unless(LOCAL, &f[20..40])
             && zero_unless(REMOTE, &f[40..60])
-            && zero_unless(PRIVATE_DATA, private_data);
+            && (uses & PRIVATE_DATA != 0 || private_data.is_empty());
         if !canonical {
             return Err(Error::Malformed);
         }

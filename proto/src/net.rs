@@ -1,5 +1,8 @@
-//! Ethernet II / IPv4 / TCP frames, parsed and emitted through `smoltcp::wire` (the
-//! checksums included), for the firmware's control segments and the testbench's peers.
+//! Ethernet II / IPv4 / TCP frames for the firmware's control segments and the
+//! testbench's peers: [`TcpFrameRepr`] parses and emits through `smoltcp::wire`; the
+//! firmware's fast path ([`TcpSegment`], [`SegmentOut`]) reads and writes the headers at
+//! constant offsets, held to it by property tests, and leaves the checksums to
+//! `smoltcp`.
 
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{

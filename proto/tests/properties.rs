@@ -150,7 +150,7 @@ proptest! {
     /// A mutated command parses only if it is canonical: emitting what was parsed gives
     /// back exactly its bytes (unused fields and flags 0, lengths consistent).
     #[test]
-    fn commands_parse_only_in_canonical_form(tag in any::<u32>(), command in command(), pd in bytes(16), flips in vec((0usize..80, any::<u8>()), 1..3)) {
+    fn commands_parse_only_in_canonical_form(tag in any::<u32>(), command in command(), pd in bytes(16), flips in vec((0usize..80, any::<u8>()), 0..3), grow in 0usize..3) {
         let command = match command {
             Command::Accept { conn, ird, ord, qpn, .. } => Command::Accept { conn, ird, ord, qpn, private_data: &pd },
             other => other,
@@ -158,6 +158,15 @@ proptest! {
         let record = CommandRecord { tag, command };
         let mut wire = vec![0u8; record.buffer_len()];
         record.emit(&mut wire).unwrap();
+        // Zero bytes of private data appended, both lengths kept consistent: canonical
+        // only for commands that carry private data.
+        if grow > 0 {
+            wire.resize(wire.len() + grow, 0);
+            let pd_len = wire.len() - 64;
+            let len = wire.len() as u16;
+            wire[2..4].copy_from_slice(&len.to_le_bytes());
+            wire[60..62].copy_from_slice(&(pd_len as u16).to_le_bytes());
+        }
         for (at, v) in flips {
             if let Some(b) = wire.get_mut(at) { *b = v; }
         }

@@ -51,7 +51,8 @@ impl<const SIZE: usize> Slot for WordAligned<SIZE> {
 }
 
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
-/// into its slot and copied once out, never moved whole.
+/// into its slot and read there (or copied once out, on the scripted peer's side), never
+/// moved whole.
 struct Ring<const SLOTS: usize, S: Slot> {
     data: [S; SLOTS],
     len: [usize; SLOTS],
