@@ -143,18 +143,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// One pass over the open listeners only, the port compared first.
     pub(crate) fn find_listener(&self, tuple: &FourTuple) -> Option<usize> {
         let mut wildcard = None;
-        let mut slot = 0;
-        while slot < MAX_LISTENERS && self.listening >> slot != 0 {
-            if let (true, Some(l)) = (self.listening >> slot & 1 != 0, &self.listeners[slot]) {
-                if l.local.port == tuple.local_port {
-                    match l.local.addr {
-                        IpAddr::V4(ip) if ip == tuple.local_ip => return Some(slot),
-                        IpAddr::V4([0, 0, 0, 0]) if wildcard.is_none() => wildcard = Some(slot),
-                        _ => {}
-                    }
-                }
+        for (slot, l) in self.listeners.iter().enumerate() {
+            if self.listening >> slot == 0 {
+                break; // no listener open from here on
             }
-            slot += 1;
+            let Some(l) = l else { continue };
+            if l.local.port != tuple.local_port {
+                continue;
+            }
+            match l.local.addr {
+                IpAddr::V4(ip) if ip == tuple.local_ip => return Some(slot),
+                IpAddr::V4([0, 0, 0, 0]) if wildcard.is_none() => wildcard = Some(slot),
+                _ => {}
+            }
         }
         wildcard
     }

@@ -214,17 +214,16 @@ impl ReadRequestRepr {
     }
 }
 
-/// `Some(true)` if `bytes` begin with `want`, `None` if they are shorter. A word at a
-/// time (FPDUs are whole words), every word compared, so the short loop unrolls
-/// against the constant.
+/// `want.len()` if `bytes` begin with `want`. A word at a time (FPDUs are whole words),
+/// every word compared, so the short loop unrolls against the constant.
 #[inline(always)]
-fn starts_with<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<bool> {
+fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
     let got: &[u8; N] = bytes.first_chunk()?;
     let (got, want) = (got.as_chunks::<4>().0, want.as_chunks::<4>().0);
     let diff = got.iter().zip(want).fold(0, |diff, (g, w)| {
         diff | (u32::from_le_bytes(*g) ^ u32::from_le_bytes(*w))
     });
-    Some(diff == 0)
+    (diff == 0).then_some(N)
 }
 
 // The RTR messages of `MessageRepr::rtr`, byte for byte (a test holds them to its
@@ -456,18 +455,12 @@ impl<'a> MessageRepr<'a> {
     /// get the full check. Compared against the constant with every byte unrolled (most
     /// are zero): a quarter of a `memcmp` call's instructions on riscv32.
     pub fn starts_with_rtr_fpdu(bytes: &[u8], rtr: RtrTypes) -> Option<usize> {
-        let same = match (rtr.send, rtr.write, rtr.read) {
-            (true, false, false) => starts_with(bytes, &RTR_FPDU_SEND),
-            (false, true, false) => starts_with(bytes, &RTR_FPDU_WRITE),
-            (false, false, true) => starts_with(bytes, &RTR_FPDU_READ),
+        match (rtr.send, rtr.write, rtr.read) {
+            (true, false, false) => prefix_len(bytes, &RTR_FPDU_SEND),
+            (false, true, false) => prefix_len(bytes, &RTR_FPDU_WRITE),
+            (false, false, true) => prefix_len(bytes, &RTR_FPDU_READ),
             _ => None,
-        };
-        same.filter(|&same| same)
-            .map(|_| match (rtr.write, rtr.read) {
-                (true, _) => RTR_FPDU_WRITE.len(),
-                (_, true) => RTR_FPDU_READ.len(),
-                _ => RTR_FPDU_SEND.len(),
-            })
+        }
     }
 
     /// [`MessageRepr::rtr_type`] of the message `ulpdu` holds, `None` if it does not

@@ -3,7 +3,6 @@
 
 use iwnic_firmware::{
     Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic as FirmwareNic,
-    MAX_FRAME_LEN,
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
@@ -58,11 +57,7 @@ impl<'a, E: Engine> Hal for NicHal<'a, E> {
         if self.inputs.frame.is_none() {
             self.inputs.frame = self.port.engine.firmware_receive();
         }
-        let frame = self.inputs.frame.as_deref();
-        (
-            frame.map(|f| &f[..f.len().min(MAX_FRAME_LEN)]),
-            &mut self.port,
-        )
+        (self.inputs.frame.as_deref(), &mut self.port)
     }
     fn pop_frame(&mut self) {
         self.inputs.frame = None;

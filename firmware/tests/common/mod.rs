@@ -4,9 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic, MAX_FRAME_LEN,
-};
+use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic};
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{
@@ -91,8 +89,7 @@ impl Hal for ScriptedHal {
         &mut self.nic
     }
     fn next_frame(&mut self) -> (Option<&[u8]>, &mut ScriptedNic) {
-        let frame = self.rx.front().map(|f| &f[..f.len().min(MAX_FRAME_LEN)]);
-        (frame, &mut self.nic)
+        (self.rx.front().map(Vec::as_slice), &mut self.nic)
     }
     fn pop_frame(&mut self) {
         self.rx.pop_front();
