@@ -201,7 +201,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         if tuple.local_port == 0 {
             tuple.local_port = self.ephemeral_port(&tuple).ok_or(EADDRINUSE)?;
-        } else if self.by_tuple.contains_key(&tuple) {
+        } else if self.find(&tuple).is_some() {
             return Err(EADDRINUSE);
         }
         let i = self
@@ -246,7 +246,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 local_port: port,
                 ..*tuple
             };
-            if !self.by_tuple.contains_key(&candidate) {
+            if self.find(&candidate).is_none() {
                 return Some(port);
             }
         }

@@ -19,28 +19,38 @@ pub const MAX_FRAME_LEN: usize = 1518;
 /// gain nothing from the alignment on a core without byte-swap instructions.
 pub type FrameBuffer = WordAligned<MAX_FRAME_LEN>;
 
-/// A TCP connection's addresses as seen from this NIC.
+/// A TCP connection's addresses as seen from this NIC. Word-aligned, addresses first:
+/// three words to hash and compare for every frame the firmware takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, align(4))]
 pub struct FourTuple {
     pub local_ip: [u8; 4],
-    pub local_port: u16,
     pub remote_ip: [u8; 4],
+    pub local_port: u16,
     pub remote_port: u16,
 }
 
-/// Three words, not twelve bytes and two length prefixes as derived: the tuple is
-/// hashed for every frame the firmware takes, and word hashing is a few instructions.
-impl Hash for FourTuple {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u32(u32::from_le_bytes(self.local_ip));
-        state.write_u32(u32::from_le_bytes(self.remote_ip));
-        state.write_u32(u32::from(self.local_port) << 16 | u32::from(self.remote_port));
+impl FourTuple {
+    /// The tuple as three words: the addresses, then both ports.
+    pub(crate) fn words(&self) -> [u32; 3] {
+        [
+            u32::from_le_bytes(self.local_ip),
+            u32::from_le_bytes(self.remote_ip),
+            u32::from(self.local_port) << 16 | u32::from(self.remote_port),
+        ]
     }
 }
 
-/// The hash of the firmware's 4-tuple index and of its initial sequence numbers: a
-/// multiply per word and a murmur3 finish, so every bit of the tuple reaches the low
-/// bits the index uses. Seeded with a secret for sequence numbers (RFC 6528).
+/// Three words, not twelve bytes and two length prefixes as derived.
+impl Hash for FourTuple {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.words().iter().for_each(|&w| state.write_u32(w));
+    }
+}
+
+/// The hash of the firmware's initial sequence numbers (RFC 6528, seeded with a secret):
+/// a multiply per word and a murmur3 finish, so every bit of the tuple reaches every bit
+/// of the sequence number.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct WordHasher(pub u32);
 

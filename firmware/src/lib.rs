@@ -26,6 +26,7 @@ mod machine;
 mod negotiation;
 mod segments;
 pub mod selftest;
+mod table;
 mod timer;
 
 pub use config::Config;

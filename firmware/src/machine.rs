@@ -3,8 +3,6 @@
 //! `segments.rs`; timers are here.
 
 use core::hash::{Hash, Hasher};
-use hash32::BuildHasherDefault;
-use heapless::index_map::IndexMap;
 use iwnic_proto::errno::ETIMEDOUT;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
@@ -18,6 +16,7 @@ use crate::counters::Counters;
 use crate::hal::{FlowContext, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
+use crate::table::EntryIndex;
 use crate::timer::{Clock, TimerWheel};
 
 /// Listeners one NIC holds: one bit each in a 16-bit mask of the open ones.
@@ -28,7 +27,6 @@ const _: () = assert!(MAX_LISTENERS <= u16::BITS as usize);
 const RECORDS_PER_INPUT: usize = 2;
 const NO_BUFFER: u16 = u16::MAX;
 const NO_LISTENER: u8 = u8::MAX;
-const NIL: u32 = u32::MAX;
 /// The peer did not offer window scaling (RFC 7323: then neither side scales).
 pub(crate) const NO_WINDOW_SCALING: u8 = u8::MAX;
 
@@ -101,8 +99,6 @@ pub(crate) struct Conn {
     pub rto: u32,
     /// End of the state's own timer (MPA timeouts, TIME_WAIT, FIN_WAIT_2), ms.
     pub phase_deadline: u32,
-    /// Next free entry while `Free`.
-    pub free_next: u32,
     pub neg: Negotiation,
 }
 
@@ -130,7 +126,6 @@ impl Conn {
         rcv_nxt: 0,
         rto: 0,
         phase_deadline: 0,
-        free_next: NIL,
         neg: Negotiation {
             revision: 0,
             enhanced: false,
@@ -227,8 +222,8 @@ pub struct Firmware<const N: usize, const B: usize> {
 pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) config: Config,
     pub(crate) conns: [Conn; N],
-    pub(crate) by_tuple: IndexMap<FourTuple, u32, BuildHasherDefault<WordHasher>, N>,
-    pub(crate) free_head: u32,
+    /// Free entries, and the live one of each 4-tuple.
+    pub(crate) entries: EntryIndex<N>,
     pub(crate) live: usize,
     pub(crate) timers: TimerWheel<N>,
     pub(crate) buffers: [NegotiationBuffer; B],
@@ -419,12 +414,6 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
 
 impl<const N: usize, const B: usize> Machine<N, B> {
     const fn new(config: Config) -> Self {
-        let mut conns = [Conn::FREE; N];
-        let mut i = 0;
-        while i < N {
-            conns[i].free_next = if i + 1 < N { (i + 1) as u32 } else { NIL };
-            i += 1;
-        }
         assert!(
             B < NO_BUFFER as usize,
             "negotiation buffers are indexed by u16"
@@ -437,9 +426,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
         Machine {
             config,
-            conns,
-            by_tuple: IndexMap::new(),
-            free_head: if N > 0 { 0 } else { NIL },
+            conns: [Conn::FREE; N],
+            // Keyed apart from sequence numbers, which a peer sees.
+            entries: EntryIndex::new(!config.isn_secret),
             live: 0,
             timers: TimerWheel::new(),
             buffers,
@@ -475,6 +464,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         u32::from(self.conns[i].generation) << 16 | i as u32
     }
 
+    /// The live connection of `tuple`.
+    pub(crate) fn find(&self, tuple: &FourTuple) -> Option<usize> {
+        self.entries.find(tuple, |i| self.conns[i].tuple == *tuple)
+    }
+
     pub(crate) fn lookup(&self, handle: u32) -> Lookup {
         let (i, generation) = ((handle & 0xFFFF) as usize, (handle >> 16) as u16);
         let Some(c) = self.conns.get(i) else {
@@ -499,16 +493,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         remote_mac: [u8; 6],
         state: State,
     ) -> Option<usize> {
-        if self.free_head == NIL {
+        let Some(i) = self.entries.take(&tuple) else {
             self.counters.table_full += 1;
             return None;
-        }
-        let i = self.free_head as usize;
-        if self.by_tuple.insert(tuple, i as u32).is_err() {
-            self.counters.table_full += 1;
-            return None;
-        }
-        self.free_head = self.conns[i].free_next;
+        };
         let generation = self.conns[i].generation;
         self.conns[i] = Conn {
             state,
@@ -531,14 +519,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.release_buffer(i);
         self.leave_listener(i);
         self.timers.disarm(i);
-        self.by_tuple.swap_remove(&self.conns[i].tuple);
+        self.entries.give_back(i, &self.conns[i].tuple);
         let generation = self.conns[i].generation;
         self.conns[i] = Conn {
             generation,
-            free_next: self.free_head,
             ..Conn::FREE
         };
-        self.free_head = i as u32;
         self.live -= 1;
         self.counters.connections_closed += 1;
     }

@@ -64,8 +64,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             remote_ip: *seg.src_ip,
             remote_port: seg.src_port,
         };
-        match self.by_tuple.get(&tuple).copied() {
-            Some(i) => self.on_segment(nic, i as usize, &seg),
+        match self.find(&tuple) {
+            Some(i) => self.on_segment(nic, i, &seg),
             None => self.on_unmatched(nic, tuple, &seg),
         }
     }

@@ -1,0 +1,147 @@
+//! Which connection-table entries are free, and which live entry holds a 4-tuple.
+//!
+//! A chained hash over the entry numbers themselves: `heads[bucket]` is the first entry
+//! of a bucket's chain and `links[entry]` the next one. A free entry is in no chain, so
+//! the same link word threads the free list. Eight bytes an entry, against about 28 for
+//! `heapless::IndexMap`, which stores every tuple a second time beside its hash; the
+//! tuple is compared where the connection keeps it.
+
+use crate::hal::FourTuple;
+
+/// No entry: the end of a chain or of the free list.
+const NIL: u32 = u32::MAX;
+
+pub(crate) struct EntryIndex<const N: usize> {
+    heads: [u32; N],
+    links: [u32; N],
+    free_head: u32,
+    /// Keys the bucket hash with a secret, so which tuples share a chain is not public.
+    seed: u32,
+}
+
+impl<const N: usize> EntryIndex<N> {
+    /// Every entry free (the free list in entry order); buckets `N`, a power of two.
+    pub const fn new(seed: u32) -> Self {
+        assert!(
+            N.is_power_of_two(),
+            "the table holds a power of two entries"
+        );
+        assert!(N <= NIL as usize, "entries are numbered by u32");
+        let mut links = [NIL; N];
+        let mut i = 0;
+        while i + 1 < N {
+            links[i] = (i + 1) as u32;
+            i += 1;
+        }
+        EntryIndex {
+            heads: [NIL; N],
+            links,
+            free_head: 0,
+            seed,
+        }
+    }
+
+    /// Multiplicative hashing: a multiply per word, and the bucket from the top bits of
+    /// the last product, which every bit of the tuple reaches.
+    #[inline]
+    fn bucket(&self, tuple: &FourTuple) -> usize {
+        const GOLDEN: u32 = 0x9E37_79B1;
+        let h = tuple
+            .words()
+            .iter()
+            .fold(self.seed, |h, &w| (h ^ w).wrapping_mul(GOLDEN));
+        h.checked_shr(u32::BITS - N.trailing_zeros()).unwrap_or(0) as usize
+    }
+
+    /// The live entry whose tuple `holds` says is `tuple`.
+    #[inline]
+    pub fn find(&self, tuple: &FourTuple, holds: impl Fn(usize) -> bool) -> Option<usize> {
+        let mut i = self.heads[self.bucket(tuple)];
+        while let Some(&next) = self.links.get(i as usize) {
+            if holds(i as usize) {
+                return Some(i as usize);
+            }
+            i = next;
+        }
+        None
+    }
+
+    /// Take a free entry for `tuple`; `None` when every entry is live.
+    pub fn take(&mut self, tuple: &FourTuple) -> Option<usize> {
+        let i = self.free_head;
+        let free_next = *self.links.get(i as usize)?;
+        self.free_head = free_next;
+        let head = &mut self.heads[self.bucket(tuple)];
+        self.links[i as usize] = *head;
+        *head = i;
+        Some(i as usize)
+    }
+
+    /// Return live entry `i`, which holds `tuple`, to the free list.
+    pub fn give_back(&mut self, i: usize, tuple: &FourTuple) {
+        let bucket = self.bucket(tuple);
+        let next = self.links[i];
+        // Unlink `i` from its chain: the bucket head or its predecessor points past it.
+        // A chain ends in NIL, which no entry is; `i` is always found before it.
+        if self.heads[bucket] == i as u32 {
+            self.heads[bucket] = next;
+        } else {
+            let mut prev = self.heads[bucket];
+            while let Some(&after) = self.links.get(prev as usize) {
+                if after == i as u32 {
+                    self.links[prev as usize] = next;
+                    break;
+                }
+                prev = after;
+            }
+        }
+        self.links[i] = self.free_head;
+        self.free_head = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tuple(port: u16) -> FourTuple {
+        FourTuple {
+            local_ip: [10, 0, 0, 1],
+            local_port: 4791,
+            remote_ip: [10, 0, 0, 2],
+            remote_port: port,
+        }
+    }
+
+    /// Fill all eight entries (chains of several share buckets), find each, give them
+    /// back in a scrambled order, and find none; then the free list yields all eight again.
+    #[test]
+    fn take_find_give_back() {
+        let mut index = EntryIndex::<8>::new(7);
+        let mut holder = [None; 8];
+        for port in 0..8 {
+            let i = index.take(&tuple(port)).expect("a free entry");
+            assert!(holder[i].is_none());
+            holder[i] = Some(tuple(port));
+        }
+        assert_eq!(index.take(&tuple(100)), None, "all eight are live");
+        let find = |index: &EntryIndex<8>, holder: &[Option<FourTuple>; 8], t| {
+            index.find(&t, |i| holder[i] == Some(t))
+        };
+        for port in 0..8 {
+            let i = find(&index, &holder, tuple(port)).expect("found");
+            assert_eq!(holder[i], Some(tuple(port)));
+        }
+        assert_eq!(find(&index, &holder, tuple(9)), None);
+        for port in [3, 0, 7, 5, 1, 6, 2, 4] {
+            let i = find(&index, &holder, tuple(port)).unwrap();
+            index.give_back(i, &tuple(port));
+            holder[i] = None;
+            assert_eq!(find(&index, &holder, tuple(port)), None);
+        }
+        let mut taken: std::vec::Vec<usize> =
+            (0..8).filter_map(|p| index.take(&tuple(p))).collect();
+        taken.sort_unstable();
+        assert_eq!(taken, (0..8).collect::<std::vec::Vec<_>>());
+    }
+}
