@@ -214,14 +214,17 @@ impl ReadRequestRepr {
     }
 }
 
-/// `want.len()` if `bytes` begin with `want`. A word at a time (FPDUs are whole words),
-/// every word compared, so the short loop unrolls against the constant.
+/// `want.len()` if `bytes` begin with `want`. Every byte is compared, against the
+/// constant unrolled: a zero byte of `want` (most are) costs a load and an OR. Bytes, not
+/// words: the FPDU sits 2 bytes past a word boundary in a frame, and a core without
+/// misaligned loads assembles each word from four.
 #[inline(always)]
 fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
     let got: &[u8; N] = bytes.first_chunk()?;
+    // In words of four byte compares, a trip count short enough to unroll fully.
     let (got, want) = (got.as_chunks::<4>().0, want.as_chunks::<4>().0);
     let diff = got.iter().zip(want).fold(0, |diff, (g, w)| {
-        diff | (u32::from_le_bytes(*g) ^ u32::from_le_bytes(*w))
+        diff | (g[0] ^ w[0]) | (g[1] ^ w[1]) | (g[2] ^ w[2]) | (g[3] ^ w[3])
     });
     (diff == 0).then_some(N)
 }
