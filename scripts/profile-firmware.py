@@ -30,7 +30,7 @@ import re
 import subprocess
 import tempfile
 
-ELF = 'target/riscv/riscv32imac-unknown-none-elf/release/iwnic-firmware-qemu'
+ELF = 'target/riscv/riscv32imac-unknown-none-elf/firmware/iwnic-firmware-qemu'
 # The benchmark's connections per mode (BENCH_CONNECTIONS in firmware/qemu/src/main.rs).
 CONNECTIONS = 100
 # What each of a setup's polls takes in, in order (passive_setup in

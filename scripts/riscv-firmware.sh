@@ -21,7 +21,7 @@ scripts/setup.sh # idempotent; a second run only checks (well under a second)
 
 TARGET=riscv32imac-unknown-none-elf
 TARGET_DIR="$ROOT/target/riscv"
-OUT="$TARGET_DIR/$TARGET/release"
+OUT="$TARGET_DIR/$TARGET/firmware"
 [ -x "$RISCV_LINKER" ] || { echo "riscv-firmware: no rust-lld at $RISCV_LINKER" >&2; exit 1; }
 
 # Everything below applies to this script's cargo runs only. The linker and the link
@@ -32,7 +32,7 @@ export RUSTC="$RISCV_RUSTC" RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_LINKER="$RISCV_LINKER"
 export CARGO_TARGET_RISCV32IMAC_UNKNOWN_NONE_ELF_RUSTFLAGS="-C link-arg=-T$ROOT/firmware/qemu/link.x"
 # shellcheck disable=SC2054 # the commas are cargo syntax, not array separators
-CARGO=(cargo build --release --target "$TARGET" --target-dir "$TARGET_DIR"
+CARGO=(cargo build --profile firmware --target "$TARGET" --target-dir "$TARGET_DIR"
     -Zbuild-std=core,compiler_builtins -Zbuild-std-features=compiler-builtins-mem)
 
 echo "riscv-firmware: building iwnic-firmware ($TARGET, $("$RUSTC" -V))"
@@ -48,13 +48,10 @@ ELF="$OUT/iwnic-firmware-qemu"
 sections=$(size -A "$ELF" | awk '$1 ~ /^\.(text|rodata|data|bss)$/ { printf " %s %s", $1, $2 }')
 echo "riscv-firmware: iwnic-firmware-qemu sections (bytes):$sections"
 for crate in iwnic_firmware iwnic_proto; do
-    # Before linking: the .text* sections of the object files in the crate's rlib.
-    # shellcheck disable=SC2012 # newest build of the crate; names are plain
-    rlib=$(ls -t "$OUT"/deps/lib"$crate"-*.rlib | head -n1)
-    unlinked=$(size -A "$rlib" 2>/dev/null | awk '$1 ~ /^\.text/ { t += $2 } END { print t + 0 }')
-    # After linking (and gc-sections): the code symbols whose names mention the crate.
+    # The code symbols whose names mention the crate, after linking and gc-sections.
+    # (With whole-program LTO the rlibs hold bitcode only: the linked size is the one.)
     linked=$(nm -S -C -t d "$ELF" | awk -v c="$crate::" '$3 ~ /^[tTwW]$/ && index($0, c) { t += $2 } END { print t + 0 }')
-    echo "riscv-firmware: $crate .text: $unlinked bytes in its rlib, $linked bytes linked into iwnic-firmware-qemu"
+    echo "riscv-firmware: $crate .text: $linked bytes linked into iwnic-firmware-qemu"
 done
 
 echo "riscv-firmware: running $ELF under qemu-system-riscv32 (timeout ${QEMU_TIMEOUT:-60} s)"
