@@ -13,7 +13,7 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME] [--by-input]
+    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME] [--inlined NAME] [--by-input]
 
 Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
@@ -54,13 +54,13 @@ def function_symbols(elf):
 
 
 def measured_windows(elf, symbols, lines_of=None):
-    """Per measured window, a Counter of instructions by function; with `lines_of`, also
-    a Counter of instructions by address inside the functions whose name contains it."""
+    """Per measured window, a Counter of instructions by function and, with `lines_of`, a
+    Counter of instructions by address inside the functions whose name contains it."""
     starts = [address for address, _ in symbols]
     window_call = next(address for address, name in symbols if name == 'measured_window')
     names = {}
     windows, current, inside = [], collections.Counter(), False
-    by_address = collections.Counter()
+    addresses, by_address = [], collections.Counter()
     # The function that called into a memory builtin, while one runs.
     previous, caller = None, None
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +80,8 @@ def measured_windows(elf, symbols, lines_of=None):
                 if pc == window_call:
                     if inside:
                         windows.append(current)
-                        current = collections.Counter()
+                        addresses.append(by_address)
+                        current, by_address = collections.Counter(), collections.Counter()
                     inside = not inside
                     continue
                 if inside:
@@ -100,7 +101,7 @@ def measured_windows(elf, symbols, lines_of=None):
                     previous = name
         if qemu.wait() != 0:
             raise SystemExit(f'qemu exited with status {qemu.returncode}')
-    return windows, by_address
+    return windows, addresses
 
 
 def source_lines(elf, by_address):
@@ -121,6 +122,28 @@ def source_lines(elf, by_address):
     return by_line
 
 
+def inlined_calls(elf, by_address):
+    """Instruction counts by the call each address was inlined from: the frame just
+    inside the physical function, and the innermost frame of this project's crates."""
+    addresses = sorted(by_address)
+    out = subprocess.run(['llvm-addr2line', '-e', elf, '-a', '-i', '-C', '-f'],
+                         input='\n'.join(hex(a) for a in addresses), capture_output=True,
+                         text=True, check=True)
+    outer, inner = collections.Counter(), collections.Counter()
+    for block in re.split(r'^0x', out.stdout, flags=re.M)[1:]:
+        rows = block.splitlines()
+        address = int(rows[0], 16)
+        # (function, location) pairs, innermost first; the last is the physical function.
+        frames = [(rows[i], re.sub(r'^.*/(src|library)/', r'\1/', rows[i + 1]))
+                  for i in range(1, len(rows) - 1, 2)]
+        count = by_address[address]
+        call = frames[-2] if len(frames) > 1 else (frames[-1][0] + ' (itself)', frames[-1][1])
+        outer[f'{call[0][:90]}  called at {frames[-1][1]}' if len(frames) > 1 else call[0][:90]] += count
+        ours = next((f for f, _ in frames if 'iwnic' in f), frames[-1][0])
+        inner[ours[:110]] += count
+    return outer, inner
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--elf', default=ELF)
@@ -128,15 +151,20 @@ def main():
     ap.add_argument('--top', type=int, default=40)
     ap.add_argument('--lines', metavar='NAME')
     ap.add_argument('--by-input', action='store_true')
+    ap.add_argument('--inlined', metavar='NAME',
+                    help='what was inlined into the functions matching NAME, by call')
     args = ap.parse_args()
-    windows, by_address = measured_windows(args.elf, function_symbols(args.elf), args.lines)
+    windows, addresses = measured_windows(args.elf, function_symbols(args.elf),
+                                          args.lines or args.inlined)
     if not windows or len(windows) % 2:
         raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
     # Both modes poll the same number of times a connection, the first mode first.
     half = len(windows) // 2
-    by_function = collections.Counter()
+    by_function, by_address = collections.Counter(), collections.Counter()
     for window in windows[args.mode * half:(args.mode + 1) * half]:
         by_function.update(window)
+    for window in addresses[args.mode * half:(args.mode + 1) * half]:
+        by_address.update(window)
     total = sum(by_function.values())
     print(f'mode {args.mode}: {total / CONNECTIONS:.0f} instructions per connection '
           f'({half} measured windows, {CONNECTIONS} connections)')
@@ -152,12 +180,18 @@ def main():
                   f'{sum(by_poll.values()) / CONNECTIONS:.0f} instructions per connection')
             for name, count in by_poll.most_common(min(args.top, 8)):
                 print(f'{count / CONNECTIONS:8.0f}  {name}')
+    if args.inlined:
+        outer, inner = inlined_calls(args.elf, by_address)
+        for title, counter in (('by the call inlined into it', outer),
+                               ("by the innermost of this project's functions", inner)):
+            print(f'\n{args.inlined!r}, {title}:')
+            for name, count in counter.most_common(args.top):
+                print(f'{count / CONNECTIONS:8.1f}  {name}')
     if args.lines:
-        # Both modes' windows, halved: the line view is for reading, not for the figure.
         by_line = source_lines(args.elf, by_address)
-        print(f'\nby source line, functions matching {args.lines!r} (both modes, per mode):')
+        print(f'\nby source line, functions matching {args.lines!r}:')
         for line, count in by_line.most_common(args.top):
-            print(f'{count / CONNECTIONS / 2:8.1f}  {line}')
+            print(f'{count / CONNECTIONS:8.1f}  {line}')
 
 
 if __name__ == '__main__':

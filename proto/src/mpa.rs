@@ -6,7 +6,7 @@
 //! With revision 2 and the enhanced flag the first 4 bytes of the private data are the
 //! [`V2Block`]; [`FrameRepr::private_data`] is the application's part after it.
 
-use crate::bytes::{be16, put};
+use crate::bytes::be16;
 use crate::{Error, Result};
 
 /// Key of an MPA request frame.
@@ -313,29 +313,39 @@ impl<'a> FrameRepr<'a> {
         }
         let len = self.buffer_len();
         let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
-        let mut frame = Frame::new_unchecked(out);
-        frame.set_key(match self.kind {
+        let (header, pd) = out
+            .split_first_chunk_mut::<HEADER_LEN>()
+            .ok_or(Error::BufferTooSmall)?;
+        let (key, rest) = header.split_first_chunk_mut::<16>().ok_or(Error::BufferTooSmall)?;
+        let want = match self.kind {
             FrameKind::Request => REQUEST_KEY,
             FrameKind::Accept | FrameKind::Reject => REPLY_KEY,
-        });
-        let bit = |on: bool, mask: u8| if on { mask } else { 0 };
-        frame.set_flags(
-            bit(self.markers, flags::MARKERS)
-                | bit(self.crc, flags::CRC)
-                | bit(self.kind == FrameKind::Reject, flags::REJECT)
-                | bit(self.v2.is_some(), flags::ENHANCED),
-        );
-        frame.set_revision(self.revision);
-        frame.set_pd_length(pd_length as u16);
-        let pd = frame.private_data_mut();
-        let app_start = match &self.v2 {
-            Some(block) => {
-                put(pd, 0, &block.to_bytes())?;
-                V2_BLOCK_LEN
-            }
-            None => 0,
         };
-        put(pd, app_start, self.private_data)?;
+        // Four 4-byte copies, which the compiler writes as stores of constants; one
+        // 16-byte copy becomes a `memcpy` call, slow at a payload's unaligned address.
+        let (key, want) = (key.as_chunks_mut::<4>().0, want.as_chunks::<4>().0);
+        key[0] = want[0];
+        key[1] = want[1];
+        key[2] = want[2];
+        key[3] = want[3];
+        let bit = |on: bool, mask: u8| if on { mask } else { 0 };
+        let flags = bit(self.markers, flags::MARKERS)
+            | bit(self.crc, flags::CRC)
+            | bit(self.kind == FrameKind::Reject, flags::REJECT)
+            | bit(self.v2.is_some(), flags::ENHANCED);
+        let [pd_hi, pd_lo] = (pd_length as u16).to_be_bytes();
+        rest.copy_from_slice(&[flags, self.revision, pd_hi, pd_lo]);
+        let app = match (&self.v2, pd.split_first_chunk_mut::<V2_BLOCK_LEN>()) {
+            (Some(block), Some((v2, app))) => {
+                *v2 = block.to_bytes();
+                app
+            }
+            (Some(_), None) => return Err(Error::BufferTooSmall),
+            (None, _) => pd,
+        };
+        if !self.private_data.is_empty() {
+            app.copy_from_slice(self.private_data);
+        }
         Ok(len)
     }
 }

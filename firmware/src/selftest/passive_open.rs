@@ -133,7 +133,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
 /// A NIC made of fixed in-memory queues and a small flow table.
 #[derive(Default)]
 pub struct MemoryNic {
-    rx: Ring<2, [u8; FRAME]>,
+    rx: Ring<2, WordAligned<FRAME>>,
     commands: Ring<2, RecordBuffer>,
     out: MemoryOut,
 }
@@ -153,7 +153,7 @@ impl Hal for MemoryNic {
         &mut self.out
     }
     fn next_frame(&mut self) -> (Option<&[u8]>, &mut MemoryOut) {
-        let frame = self.rx.head().and_then(|(slot, len)| slot.get(..len));
+        let frame = self.rx.head().and_then(|(slot, len)| slot.0.get(..len));
         (frame, &mut self.out)
     }
     fn pop_frame(&mut self) {
