@@ -23,6 +23,10 @@ pub struct Config {
     pub mpa_request_timeout: Duration,
     /// Wait for the MPA reply after the request (siw: 10 s).
     pub mpa_reply_timeout: Duration,
+    /// How long the ACK of a complete MPA request waits to ride on the reply: a host
+    /// that answers sooner saves the peer a bare ACK. Delayed ACKs must stay under
+    /// 0.5 s (RFC 1122 §4.2.3.2); Linux's shortest delay is 40 ms.
+    pub request_ack_delay: Duration,
     /// First retransmission timeout; doubled on every retry, capped at `rto_max`.
     pub rto_initial: Duration,
     pub rto_max: Duration,
@@ -57,6 +61,7 @@ impl Default for Config {
             window_shift: 0,
             mpa_request_timeout: Duration::from_secs(5),
             mpa_reply_timeout: Duration::from_secs(10),
+            request_ack_delay: Duration::from_millis(40),
             rto_initial: Duration::from_millis(1000),
             rto_max: Duration::from_secs(60),
             syn_retries: 5,

@@ -40,7 +40,8 @@ pub enum State {
     SynReceived,
     /// Handshake done; collecting the MPA request under the request timer.
     AwaitRequest,
-    /// CONNECT_REQUEST raised; waiting for the host's accept or reject.
+    /// CONNECT_REQUEST raised; waiting for the host's accept or reject, whose reply
+    /// acknowledges the request unless the delayed ACK went first.
     AwaitAccept,
     /// Reply sent in peer-to-peer mode; waiting for the initiator's RTR.
     AwaitRtr,
@@ -250,6 +251,7 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
 pub(crate) struct Timeouts {
     pub mpa_request: u32,
     pub mpa_reply: u32,
+    pub request_ack_delay: u32,
     pub rto_initial: u32,
     pub rto_max: u32,
     pub time_wait: u32,
@@ -270,6 +272,7 @@ impl Timeouts {
         Timeouts {
             mpa_request: ms(config.mpa_request_timeout),
             mpa_reply: ms(config.mpa_reply_timeout),
+            request_ack_delay: ms(config.request_ack_delay),
             rto_initial: ms(config.rto_initial),
             rto_max: ms(config.rto_max),
             time_wait: ms(config.time_wait),
@@ -913,7 +916,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.free(i);
             }
             State::TimeWait => self.free(i),
-            State::AwaitAccept => {}
+            // The host has not answered within the delay: the request's ACK goes alone.
+            State::AwaitAccept => self.send_ack(nic, i),
         }
     }
 

@@ -411,8 +411,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         listener.pending += 1;
         self.conns[i].state = State::AwaitAccept;
         self.conns[i].owed = Owed::Answer;
-        self.timers.disarm(i);
-        self.send_ack(nic, i);
+        // A delayed ACK: the reply carries it if the host answers in time.
+        self.conns[i].phase_deadline = self.after(self.timeouts.request_ack_delay);
+        self.arm(i, false, true);
         let private_data = match whole {
             true => PrivateData::Bytes(payload.get(private_data).unwrap_or(&[])),
             false => PrivateData::OfReceivedFrame,

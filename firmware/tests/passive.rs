@@ -27,6 +27,56 @@ fn accept(bench: &mut Bench, conn: u32, private_data: &[u8]) -> u32 {
 mod await_accept {
     use super::*;
 
+    /// The request's ACK is delayed 40 ms: a host that answers sooner sends it on the reply.
+    #[test]
+    fn the_reply_carries_the_delayed_ack_of_the_request() {
+        let mut bench = Bench::default();
+        let (peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 8, 8, b""));
+        bench.advance(39);
+        assert!(bench.sent().is_empty());
+        accept(&mut bench, request.conn, b"");
+        let reply = bench.sent();
+        assert_eq!(kinds(&reply), ["DATA"]);
+        assert_eq!(reply[0].ack, Some(peer.snd_nxt));
+        bench.advance(1);
+        assert!(bench.sent().is_empty(), "no bare ACK after the reply");
+    }
+
+    /// A host that takes longer than the delay: the ACK goes alone, once, and the reply
+    /// follows whenever the host answers.
+    #[test]
+    fn a_slow_host_gets_the_request_acknowledged_alone_after_40_ms() {
+        let mut bench = Bench::default();
+        let (peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 8, 8, b""));
+        bench.advance(39);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(ack[0].ack, Some(peer.snd_nxt));
+        bench.advance(10_000);
+        assert!(
+            bench.sent().is_empty(),
+            "one ACK, and no timeout while the host decides"
+        );
+        accept(&mut bench, request.conn, b"");
+        assert_eq!(kinds(&bench.sent()), ["DATA"]);
+    }
+
+    /// The peer sends its request again (our ACK is late for it): acknowledged at once.
+    #[test]
+    fn a_retransmitted_request_is_acknowledged_at_once() {
+        let mut bench = Bench::default();
+        let bytes = request_v2(OFFER, 8, 8, b"");
+        let (peer, _) = passive_until_request(&mut bench, &bytes);
+        let seq = peer.snd_nxt - bytes.len() as u32;
+        bench.deliver(peer.again(iwnic_proto::smoltcp_wire::TcpControl::Psh, seq, &bytes));
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(ack[0].ack, Some(peer.snd_nxt));
+        assert!(bench.out().is_empty(), "the request is raised once");
+    }
+
     #[test]
     fn v2_peer_to_peer_accept_waits_for_the_rtr() {
         let mut bench = Bench::default();

@@ -316,7 +316,9 @@ impl<'a> FrameRepr<'a> {
         let (header, pd) = out
             .split_first_chunk_mut::<HEADER_LEN>()
             .ok_or(Error::BufferTooSmall)?;
-        let (key, rest) = header.split_first_chunk_mut::<16>().ok_or(Error::BufferTooSmall)?;
+        let (key, rest) = header
+            .split_first_chunk_mut::<16>()
+            .ok_or(Error::BufferTooSmall)?;
         let want = match self.kind {
             FrameKind::Request => REQUEST_KEY,
             FrameKind::Accept | FrameKind::Reject => REPLY_KEY,

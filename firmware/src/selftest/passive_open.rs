@@ -211,6 +211,8 @@ struct Initiator {
     port: u16,
     snd_nxt: u32,
     rcv_nxt: u32,
+    /// What the NIC's last segment acknowledged.
+    acked: u32,
 }
 
 impl Initiator {
@@ -269,6 +271,7 @@ impl Initiator {
         let syn_fin = matches!(f.tcp.control, TcpControl::Syn | TcpControl::Fin);
         self.rcv_nxt = (f.tcp.seq_number.0 as u32)
             .wrapping_add(f.tcp.payload.len() as u32 + u32::from(syn_fin));
+        self.acked = f.tcp.ack_number.map_or(0, |a| a.0 as u32);
         Ok(f.tcp.control)
     }
 }
@@ -334,6 +337,7 @@ pub fn passive_setup<const N: usize, const B: usize>(
         port,
         snd_nxt: u32::from(port) << 8,
         rcv_nxt: 0,
+        acked: 0,
     };
     peer.send(nic, TcpControl::Syn, &[])?;
     poll(fw, nic);
@@ -362,7 +366,10 @@ pub fn passive_setup<const N: usize, const B: usize>(
     peer.send(nic, TcpControl::None, &[])?;
     peer.send(nic, TcpControl::Psh, &mpa[..len])?;
     poll(fw, nic);
-    expect(peer.receive(nic)? == TcpControl::None, "ACK of the request")?;
+    expect(
+        nic.out.tx.head().is_none(),
+        "the request's ACK waits to ride on the reply",
+    )?;
     let (kind, status, conn) = record(nic)?;
     expect(
         (kind, status) == (EventKind::ConnectRequest as u8, 0),
@@ -382,6 +389,10 @@ pub fn passive_setup<const N: usize, const B: usize>(
     )?;
     poll(fw, nic);
     expect(peer.receive(nic)? == TcpControl::Psh, "MPA reply")?;
+    expect(
+        peer.acked == peer.snd_nxt,
+        "the reply acknowledges the request",
+    )?;
     expect(
         nic.out
             .read_flow((conn & 0xFFFF) as u16)
