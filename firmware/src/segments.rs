@@ -221,7 +221,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 }
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 self.arm(i, false, true);
-                self.in_stream(nic, i, seg);
+                // A bare ACK in sequence (the usual one) has nothing more for the stream
+                // path, which would find exactly that.
+                let bare = seg.payload.is_empty() && seg.control != TcpControl::Fin;
+                if !bare || seg.seq != self.conns[i].rcv_nxt {
+                    self.in_stream(nic, i, seg);
+                }
             }
             Some(_) => {
                 let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
