@@ -18,7 +18,9 @@ to within the window calls) and the largest functions.
 Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
 their source lines (innermost inlined location, from the ELF's line tables through
-llvm-addr2line), to see what the inlined code of a large function does. `--by-input`
+llvm-addr2line), to see what the inlined code of a large function does; `--inlined NAME`
+charges them to the call they were inlined from and to the innermost function of this
+project's crates. `--by-input`
 splits the figure by the setup's polls (SYN; ACK and MPA request; accept; RTR), each
 with its largest functions.
 """
@@ -154,6 +156,8 @@ def main():
     ap.add_argument('--inlined', metavar='NAME',
                     help='what was inlined into the functions matching NAME, by call')
     args = ap.parse_args()
+    if args.lines and args.inlined:
+        ap.error('--lines and --inlined read the addresses of one set of functions: give one')
     windows, addresses = measured_windows(args.elf, function_symbols(args.elf),
                                           args.lines or args.inlined)
     if not windows or len(windows) % 2:

@@ -25,7 +25,8 @@ pub struct Config {
     pub mpa_reply_timeout: Duration,
     /// How long the ACK of a complete MPA request waits to ride on the reply: a host
     /// that answers sooner saves the peer a bare ACK. Delayed ACKs must stay under
-    /// 0.5 s (RFC 1122 §4.2.3.2); Linux's shortest delay is 40 ms.
+    /// 0.5 s (RFC 1122 §4.2.3.2), so longer values count as 499 ms; Linux's shortest
+    /// delay is 40 ms.
     pub request_ack_delay: Duration,
     /// First retransmission timeout; doubled on every retry, capped at `rto_max`.
     pub rto_initial: Duration,

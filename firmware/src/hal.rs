@@ -51,7 +51,7 @@ impl Hash for FourTuple {
 /// The hash of the firmware's initial sequence numbers (RFC 6528, seeded with a secret):
 /// a multiply per word and a murmur3 finish, so every bit of the tuple reaches every bit
 /// of the sequence number.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct WordHasher(pub u32);
 
 impl Hasher for WordHasher {

@@ -24,7 +24,7 @@ pub const MAX_LISTENERS: usize = 16;
 const _: () = assert!(MAX_LISTENERS <= u16::BITS as usize);
 /// Records one input (a command, a frame, a report, a timer) can produce at most; input is
 /// taken only while the host queue has this much room.
-const RECORDS_PER_INPUT: usize = 2;
+pub(crate) const RECORDS_PER_INPUT: usize = 2;
 const NO_BUFFER: u16 = u16::MAX;
 const NO_LISTENER: u8 = u8::MAX;
 /// The peer did not offer window scaling (RFC 7323: then neither side scales).
@@ -98,7 +98,8 @@ pub(crate) struct Conn {
     pub rcv_nxt: u32,
     /// Current retransmission timeout, ms.
     pub rto: u32,
-    /// End of the state's own timer (MPA timeouts, TIME_WAIT, FIN_WAIT_2), ms.
+    /// End of the state's own timer (MPA timeouts, the delayed ACK of the request,
+    /// TIME_WAIT, FIN_WAIT_2), ms.
     pub phase_deadline: u32,
     pub neg: Negotiation,
 }
@@ -272,7 +273,12 @@ impl Timeouts {
         Timeouts {
             mpa_request: ms(config.mpa_request_timeout),
             mpa_reply: ms(config.mpa_reply_timeout),
-            request_ack_delay: ms(config.request_ack_delay),
+            // RFC 1122 §4.2.3.2: a delayed ACK MUST leave within 0.5 s.
+            request_ack_delay: if ms(config.request_ack_delay) < 500 {
+                ms(config.request_ack_delay)
+            } else {
+                499
+            },
             rto_initial: ms(config.rto_initial),
             rto_max: ms(config.rto_max),
             time_wait: ms(config.time_wait),
@@ -430,7 +436,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         Machine {
             config,
             conns: [Conn::FREE; N],
-            // Keyed apart from sequence numbers, which a peer sees.
+            // The sequence numbers' secret, inverted: the two hashes do not share a key.
             entries: EntryIndex::new(!config.isn_secret),
             live: 0,
             timers: TimerWheel::new(),

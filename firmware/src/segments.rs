@@ -10,7 +10,9 @@ use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
 use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Nic};
-use crate::machine::{Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING};
+use crate::machine::{
+    Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING, RECORDS_PER_INPUT,
+};
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 
 enum RtrError {
@@ -327,6 +329,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     pub(crate) fn send_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let seq = self.conns[i].snd_nxt;
         self.send(nic, i, TcpControl::None, seq, Payload::NONE);
+        if self.conns[i].state == State::AwaitAccept {
+            // The request's delayed ACK, if still pending, has just gone.
+            self.timers.disarm(i);
+        }
     }
 
     /// Append in-order bytes to the negotiation buffer's receive side; how many fit.
@@ -416,15 +422,22 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         listener.pending += 1;
         self.conns[i].state = State::AwaitAccept;
         self.conns[i].owed = Owed::Answer;
-        // A delayed ACK: the reply carries it if the host answers in time.
-        self.conns[i].phase_deadline = self.after(self.timeouts.request_ack_delay);
-        self.arm(i, false, true);
         let private_data = match whole {
             true => PrivateData::Bytes(payload.get(private_data).unwrap_or(&[])),
             false => PrivateData::OfReceivedFrame,
         };
         self.raise(nic, i, EventKind::ConnectRequest, 0, private_data);
         self.release_buffer(i);
+        // A delayed ACK: the reply carries it if the host answers in time. Timers run
+        // only while the host queue has room for what they may raise, so with the queue
+        // nearly full the ACK goes at once rather than wait for the host to drain it.
+        if nic.host_space() >= RECORDS_PER_INPUT {
+            self.conns[i].phase_deadline = self.after(self.timeouts.request_ack_delay);
+            self.arm(i, false, true);
+        } else {
+            self.timers.disarm(i);
+            self.send_ack(nic, i);
+        }
     }
 
     fn refuse<H: Nic>(&mut self, nic: &mut H, i: usize, refusal: Refusal) {

@@ -22,11 +22,13 @@ pub(crate) struct EntryIndex<const N: usize> {
 impl<const N: usize> EntryIndex<N> {
     /// Every entry free (the free list in entry order); buckets `N`, a power of two.
     pub const fn new(seed: u32) -> Self {
-        assert!(
-            N.is_power_of_two(),
-            "the table holds a power of two entries"
-        );
-        assert!(N <= NIL as usize, "entries are numbered by u32");
+        const {
+            assert!(
+                N.is_power_of_two(),
+                "the table holds a power of two entries"
+            );
+            assert!(N <= NIL as usize, "entries are numbered by u32");
+        }
         let mut links = [NIL; N];
         let mut i = 0;
         while i + 1 < N {
@@ -41,16 +43,21 @@ impl<const N: usize> EntryIndex<N> {
         }
     }
 
-    /// Multiplicative hashing: a multiply per word, and the bucket from the top bits of
-    /// the last product, which every bit of the tuple reaches.
+    /// A multiply per word, each product's high half folded into its low half, and the
+    /// bucket from the top bits of a last multiply. Without the folds a product's bit
+    /// depends only on the bits below it, and tuples that differ only in the top bytes
+    /// of two words (the last octet of the peer's address and the high byte of our
+    /// port) would share a few buckets.
     #[inline]
     fn bucket(&self, tuple: &FourTuple) -> usize {
         const GOLDEN: u32 = 0x9E37_79B1;
-        let h = tuple
-            .words()
-            .iter()
-            .fold(self.seed, |h, &w| (h ^ w).wrapping_mul(GOLDEN));
-        h.checked_shr(u32::BITS - N.trailing_zeros()).unwrap_or(0) as usize
+        let h = tuple.words().iter().fold(self.seed, |h, &w| {
+            let h = (h ^ w).wrapping_mul(GOLDEN);
+            h ^ h >> 16
+        });
+        h.wrapping_mul(GOLDEN)
+            .checked_shr(u32::BITS - N.trailing_zeros())
+            .unwrap_or(0) as usize
     }
 
     /// The live entry whose tuple `holds` says is `tuple`.
@@ -82,12 +89,16 @@ impl<const N: usize> EntryIndex<N> {
         let bucket = self.bucket(tuple);
         let next = self.links[i];
         // Unlink `i` from its chain: the bucket head or its predecessor points past it.
-        // A chain ends in NIL, which no entry is; `i` is always found before it.
+        // A chain ends in NIL, which no entry is; `i`, live with `tuple`, is found before.
         if self.heads[bucket] == i as u32 {
             self.heads[bucket] = next;
         } else {
             let mut prev = self.heads[bucket];
-            while let Some(&after) = self.links.get(prev as usize) {
+            loop {
+                let Some(&after) = self.links.get(prev as usize) else {
+                    debug_assert!(false, "entry {i} is not in the chain of its tuple");
+                    break;
+                };
                 if after == i as u32 {
                     self.links[prev as usize] = next;
                     break;
@@ -110,6 +121,51 @@ mod tests {
             local_port: 4791,
             remote_ip: [10, 0, 0, 2],
             remote_port: port,
+        }
+    }
+
+    /// The longest chain when `tuples` fill a table of 65,536 entries.
+    fn longest_chain(tuples: impl Iterator<Item = FourTuple>) -> usize {
+        let index = std::boxed::Box::new(EntryIndex::<65_536>::new(0x1234_5678));
+        let mut per_bucket = std::vec![0usize; 65_536];
+        for t in tuples {
+            per_bucket[index.bucket(&t)] += 1;
+        }
+        per_bucket.into_iter().max().unwrap_or(0)
+    }
+
+    /// Full tables of tuples that differ in few bits, the way a peer's connections do
+    /// (ports, the last octet of an address, servers on ports 256 apart), spread like
+    /// random keys: no chain longer than a handful.
+    #[test]
+    fn related_tuples_spread_over_the_buckets() {
+        let of = |local_port: u16, last_octet: u8, remote_port: u16| FourTuple {
+            local_ip: [10, 0, 0, 1],
+            local_port,
+            remote_ip: [10, 0, 1, last_octet],
+            remote_port,
+        };
+        let sets: [(&str, std::vec::Vec<FourTuple>); 3] = [
+            (
+                "remote ports",
+                (0..=u16::MAX).map(|p| of(4791, 2, p)).collect(),
+            ),
+            (
+                "last octet x remote port",
+                (0..=255)
+                    .flat_map(|o| (0..256).map(move |p| of(4791, o, 40_000 + p)))
+                    .collect(),
+            ),
+            (
+                "last octet x local port's high byte",
+                (0..=255u16)
+                    .flat_map(|hi| (0..=255).map(move |o| of(hi << 8 | 7, o, 40_000)))
+                    .collect(),
+            ),
+        ];
+        for (name, tuples) in sets {
+            let longest = longest_chain(tuples.into_iter());
+            assert!(longest <= 12, "{name}: a chain of {longest}");
         }
     }
 

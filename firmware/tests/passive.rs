@@ -75,6 +75,30 @@ mod await_accept {
         assert_eq!(kinds(&ack), ["ACK"]);
         assert_eq!(ack[0].ack, Some(peer.snd_nxt));
         assert!(bench.out().is_empty(), "the request is raised once");
+        bench.advance(40);
+        assert!(
+            bench.sent().is_empty(),
+            "the delayed ACK went with that one"
+        );
+    }
+
+    /// With the host queue nearly full, timers wait for the host to drain it: the
+    /// request's ACK goes at once instead of waiting with them.
+    #[test]
+    fn a_nearly_full_host_queue_gets_the_request_acknowledged_at_once() {
+        let mut bench = Bench::default();
+        let bytes = request_v2(OFFER, 8, 8, b"");
+        bench.listen(PORT, 8);
+        // Room for one input's records: after the CONNECT_REQUEST, less than that.
+        bench.hal.host_room = 2;
+        let mut peer = Peer::new(40000, PORT, 7_000);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&bytes));
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(ack[0].ack, Some(peer.snd_nxt));
     }
 
     #[test]

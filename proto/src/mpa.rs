@@ -108,26 +108,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 }
 
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
-    pub fn set_key(&mut self, key: &[u8; 16]) {
-        self.buffer.as_mut()[field::KEY].copy_from_slice(key);
-    }
-    pub fn set_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[field::FLAGS] = value;
-    }
-    pub fn set_revision(&mut self, value: u8) {
-        self.buffer.as_mut()[field::REVISION] = value;
-    }
-    pub fn set_pd_length(&mut self, value: u16) {
-        self.buffer.as_mut()[field::PD_LENGTH..field::PRIVATE_DATA]
-            .copy_from_slice(&value.to_be_bytes());
-    }
-    pub fn private_data_mut(&mut self) -> &mut [u8] {
-        let end = field::PRIVATE_DATA + usize::from(self.pd_length());
-        &mut self.buffer.as_mut()[field::PRIVATE_DATA..end]
-    }
-}
-
 /// Request, accepting reply or rejecting reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FrameKind {
@@ -313,6 +293,8 @@ impl<'a> FrameRepr<'a> {
         }
         let len = self.buffer_len();
         let out = buffer.get_mut(..len).ok_or(Error::BufferTooSmall)?;
+        // `out` is `len` bytes, at least a header (and a v2 block when there is one), so
+        // the `BufferTooSmall` arms below are not reached.
         let (header, pd) = out
             .split_first_chunk_mut::<HEADER_LEN>()
             .ok_or(Error::BufferTooSmall)?;
