@@ -5,7 +5,7 @@ use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, IpAddr};
 use iwnic_proto::mpa::{FrameRepr, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FourTuple, Nic};
+use crate::hal::{FlowWrite, FourTuple, Nic};
 use crate::log::fw_warn;
 use crate::machine::{Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS};
 use crate::negotiation;
@@ -311,12 +311,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.conns[i].state = State::AwaitRtr;
             self.conns[i].owed = Owed::AcceptCompletion(tag);
             self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
-            self.install_flow(nic, i, true);
+            self.install_flow(nic, i, true, FlowWrite::Install);
             self.arm(i, true, true);
         } else {
             self.conns[i].state = State::Established;
             self.conns[i].owed = Owed::Close;
-            self.install_flow(nic, i, false);
+            self.install_flow(nic, i, false, FlowWrite::Install);
             self.arm(i, true, false);
             self.complete(nic, tag, 0, handle);
             self.established(nic, i, EventKind::Established, PrivateData::None);

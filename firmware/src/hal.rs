@@ -105,6 +105,17 @@ pub struct FlowContext {
     pub rtr_expected: bool,
 }
 
+/// What a flow write asks of the datapath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowWrite {
+    /// Install or update the flow.
+    Install,
+    /// Install or update it, then send an ACK of its `rcv_nxt` at its `snd_nxt`, as the
+    /// datapath acknowledges the flow's data: the ACK that ends the hand-off (of the
+    /// responder's RTR, or the initiator's reply), without the firmware building it.
+    InstallAndAcknowledge,
+}
+
 /// Why the datapath stopped carrying a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowEventKind {
@@ -166,8 +177,8 @@ pub trait Nic {
     /// Queue the first `len` bytes of [`Nic::record_buffer`], a completion or an event,
     /// to the host.
     fn push_record(&mut self, len: usize);
-    /// Install or update a flow in the datapath.
-    fn write_flow(&mut self, flow: &FlowContext);
+    /// Install or update a flow in the datapath, and acknowledge as `write` says.
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite);
     /// The datapath's current view of a flow (sequence numbers advance in FPDU mode).
     fn read_flow(&mut self, index: u16) -> Option<FlowContext>;
     /// Remove a flow from the datapath; its frames reach the firmware again.

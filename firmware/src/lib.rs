@@ -32,6 +32,7 @@ mod timer;
 pub use config::Config;
 pub use counters::Counters;
 pub use hal::{
-    FlowContext, FlowEvent, FlowEventKind, FourTuple, FrameBuffer, Hal, Nic, MAX_FRAME_LEN,
+    FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, FrameBuffer, Hal, Nic,
+    MAX_FRAME_LEN,
 };
 pub use machine::{Firmware, State, CONNECTION_ENTRY_BYTES, MAX_LISTENERS};

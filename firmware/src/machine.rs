@@ -13,7 +13,7 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN};
+use crate::hal::{FlowContext, FlowWrite, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::table::EntryIndex;
@@ -818,9 +818,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Hand connection `i` to the datapath at its current sequence numbers.
-    pub(crate) fn install_flow<H: Nic>(&mut self, nic: &mut H, i: usize, rtr_expected: bool) {
+    pub(crate) fn install_flow<H: Nic>(
+        &mut self,
+        nic: &mut H,
+        i: usize,
+        rtr_expected: bool,
+        write: FlowWrite,
+    ) {
         let ctx = self.flow_context(i, rtr_expected);
-        nic.write_flow(&ctx);
+        nic.write_flow(&ctx, write);
         self.conns[i].in_datapath = true;
     }
 

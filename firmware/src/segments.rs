@@ -9,7 +9,7 @@ use iwnic_proto::net::{SegmentOut, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FlowEvent, FlowEventKind, FourTuple, Nic};
+use crate::hal::{FlowEvent, FlowEventKind, FlowWrite, FourTuple, Nic};
 use crate::machine::{
     Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING, RECORDS_PER_INPUT,
 };
@@ -490,9 +490,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
         self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
         // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
-        // the flow came here, so our sequence numbers are the current ones.
-        self.install_flow(nic, i, false);
-        self.send_ack(nic, i);
+        // the flow came here, so our sequence numbers are the current ones. The datapath
+        // acknowledges the RTR from them.
+        self.install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge);
         self.conns[i].state = State::Established;
         if let Owed::AcceptCompletion(tag) = self.conns[i].owed {
             let handle = self.handle(i);
@@ -595,8 +595,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
     fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize) {
-        self.install_flow(nic, i, false);
-        self.send_ack(nic, i);
+        self.install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge);
         self.conns[i].state = State::Established;
         self.timers.disarm(i);
         self.established(

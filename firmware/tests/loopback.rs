@@ -9,7 +9,7 @@ use common::*;
 use iwnic_firmware::Config;
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET};
 use iwnic_proto::host::{Command, Endpoint, EventKind};
-use iwnic_proto::net::{SegmentOut, TcpSegment};
+use iwnic_proto::net::TcpSegment;
 use iwnic_proto::smoltcp_wire::TcpControl;
 
 const A_IP: [u8; 4] = NIC_IP;
@@ -50,22 +50,7 @@ fn steer(bench: &Bench, frame: &[u8]) -> Steer {
     if seg.payload.is_empty() {
         return Steer::Datapath(None);
     }
-    let ack = SegmentOut {
-        src_mac: f.local_mac,
-        dst_mac: f.remote_mac,
-        src_ip: f.tuple.local_ip,
-        dst_ip: f.tuple.remote_ip,
-        src_port: f.tuple.local_port,
-        dst_port: f.tuple.remote_port,
-        control: TcpControl::None,
-        seq: f.snd_nxt,
-        ack: Some(f.rcv_nxt),
-        window: 65535,
-        syn_options: None,
-    };
-    let mut buf = vec![0u8; ack.buffer_len(0)];
-    ack.emit(&[], &mut buf, Default::default()).unwrap();
-    Steer::Datapath(Some(buf))
+    Steer::Datapath(Some(datapath_ack(f)))
 }
 
 impl Pair {

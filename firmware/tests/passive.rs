@@ -136,10 +136,16 @@ mod await_accept {
         assert!(bench.out().is_empty(), "accept completes only with the RTR");
         assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
 
+        let sent_before = bench.fw.counters().frames_sent;
         bench.deliver(peer.data(&rtr(RtrTypes::READ)));
         let ack = bench.sent();
         assert_eq!(kinds(&ack), ["ACK"]);
         assert_eq!(ack[0].ack, Some(peer.snd_nxt));
+        assert_eq!(
+            bench.fw.counters().frames_sent,
+            sent_before,
+            "the datapath sends the RTR's ACK as it takes the flow"
+        );
         let flow = bench.hal.flows[&flow.index];
         assert!(!flow.rtr_expected);
         assert_eq!(flow.rcv_nxt, peer.snd_nxt, "FPDU mode starts after the RTR");

@@ -28,8 +28,10 @@
 //! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
-//!   it (and its 4-tuple). `ctx_done` pulses for one cycle when the command has finished;
-//!   with it, `ctx_status` says: write — the tuple went into the flow table (low: its
+//!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of its `rcv_nxt`
+//!   at its `snd_nxt` (the ACK of the RTR that ends the firmware's hand-off, which the
+//!   firmware would otherwise build). `ctx_done` pulses for one cycle when the command
+//!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
 //!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
 //!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
 //!   context (with the sequence numbers the datapath has reached) from `ctx_done` until
@@ -634,8 +636,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     w_macs: DFF<Bits<96>>,
     w_seqs: DFF<Bits<96>>,
     w_misc: DFF<Bits<MISC_BITS>>,
-    /// The command taken: its operation.
+    /// The command taken: its operation; whether it writes a context (`ctx_op` 0 or 3)
+    /// and whether it then sends an ACK (3), decoded as it is taken.
     cmd_op: DFF<Bits<2>>,
+    cmd_writes: DFF<Bit>,
+    cmd_acks: DFF<Bit>,
     /// The segment the builder is asked for: TCP flags and payload length.
     w_flags: DFF<Bits<8>>,
     w_len: DFF<Bits<16>>,
@@ -813,6 +818,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             w_seqs,
             w_misc,
             cmd_op,
+            cmd_writes,
+            cmd_acks,
             w_flags,
             w_len,
             rx_firmware_after,
@@ -1404,6 +1411,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 // pending command keeps the next frame waiting too, so it is not starved.
                 if self.ctx_valid.val() & self.deliver_idle.val() {
                     self.cmd_op.d.next = self.ctx_op.val();
+                    self.cmd_writes.d.next = (self.ctx_op.val() == 0) | (self.ctx_op.val() == 3);
+                    self.cmd_acks.d.next = self.ctx_op.val() == 3;
                     self.ctx_addr.d.next = self.ctx_index.val();
                     self.w_tuple.d.next = (bit_cast::<96, 32>(self.ctx_local_ip.val()) << 64)
                         | (bit_cast::<96, 16>(self.ctx_local_port.val()) << 48)
@@ -1471,10 +1480,17 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::Idle;
                 self.done_q.d.next = true;
                 self.status_q.d.next = self.ctx_misc.read_data.val().get_bit(51);
-                if self.cmd_op.q.val() == 0 {
+                if self.cmd_writes.q.val() {
                     self.flows.cmd_valid.next = true;
                     self.done_q.d.next = false;
                     self.control.d.next = Control::CmdTable;
+                }
+                // The ACK is built from the working copy the command loaded, as a
+                // received segment's is; the next frame or command waits for it.
+                if self.cmd_acks.q.val() {
+                    self.w_flags.d.next = 0x10.into();
+                    self.w_len.d.next = 0.into();
+                    self.ack_pending.d.next = true;
                 }
                 if self.cmd_op.q.val() == 1 {
                     self.rd_tuple.d.next = self.ctx_tuple.read_data.val();
@@ -1487,14 +1503,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.done_q.d.next = false;
                     self.control.d.next = Control::CmdTable;
                 }
-                if self.cmd_op.q.val() == 3 {
-                    self.status_q.d.next = false;
-                }
             }
             Control::CmdTable => {
                 if self.flows.done.val() {
                     self.done_q.d.next = true;
-                    if self.cmd_op.q.val() == 0 {
+                    if self.cmd_writes.q.val() {
                         self.status_q.d.next = !self.flows.done_full.val();
                     }
                     self.control.d.next = Control::Idle;
@@ -1701,7 +1714,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.at_clear.q.val() | (self.at_cmd_act.q.val() & self.cmd_removes_flow.q.val());
         self.misc_rx_write.next = self.at_rx_decide.q.val() & self.rx_datapath.q.val();
         self.misc_keep_failed_write.next =
-            self.at_cmd_act.q.val() & (self.cmd_op.q.val() == 0) & self.rewrite_keeps_failed.val();
+            self.at_cmd_act.q.val() & self.cmd_writes.q.val() & self.rewrite_keeps_failed.val();
         // The delivery's failure, into the context of the flow delivered (while the
         // controller may read the next segment's: the RAMs hold their read while a
         // write lands, and `fail_forward` covers a read of this flow from before).
@@ -1712,7 +1725,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.ctx_misc.write_address.next = bit_cast::<INDEX_BITS, 17>(self.clear_index.q.val());
             self.ctx_misc.write_enable.next = self.clear_in_range.q.val();
         }
-        if self.at_cmd_act.q.val() & (self.cmd_op.q.val() == 0) {
+        if self.at_cmd_act.q.val() & self.cmd_writes.q.val() {
             self.ctx_tuple.write_enable.next = true;
             self.ctx_macs.write_enable.next = true;
             self.ctx_seqs.write_enable.next = true;

@@ -6,7 +6,7 @@
 //! (its RX and TX frame queues, the flow-context register window, datapath reports) and
 //! the host port (ULPDUs tagged with a connection index, both ways).
 
-use iwnic_firmware::{FlowContext, FlowEvent};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite};
 
 /// Datapath counters, read through the register window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,7 +45,9 @@ pub trait Engine: Send {
     fn firmware_receive(&mut self) -> Option<Vec<u8>>;
     /// A frame from the firmware, its checksums to be filled in.
     fn firmware_transmit(&mut self, frame: &[u8]);
-    fn write_flow(&mut self, flow: &FlowContext);
+    /// Install or update a flow; with [`FlowWrite::InstallAndAcknowledge`], then send an
+    /// ACK of its `rcv_nxt` from it.
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite);
     fn read_flow(&mut self, index: u16) -> Option<FlowContext>;
     fn remove_flow(&mut self, index: u16);
     fn flow_event(&mut self) -> Option<FlowEvent>;

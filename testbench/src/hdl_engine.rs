@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FourTuple};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_hdl::verilator::{self, BuildOptions, VerilatedModel};
 use rust_hdl::prelude::{generate_verilog, simulate, Block};
@@ -373,6 +373,7 @@ struct Command {
 const OP_WRITE: u64 = 0;
 const OP_READ: u64 = 1;
 const OP_REMOVE: u64 = 2;
+const OP_WRITE_AND_ACK: u64 = 3;
 
 fn ip_to_port(ip: [u8; 4]) -> u64 {
     u64::from(u32::from_be_bytes(ip))
@@ -834,8 +835,12 @@ impl<P: PortSim> Engine for HdlEngine<P> {
         self.fw_tx.push(frame.to_vec(), 0);
     }
 
-    fn write_flow(&mut self, flow: &FlowContext) {
-        let (status, _) = self.command(OP_WRITE, flow.index, Some(*flow));
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
+        let op = match write {
+            FlowWrite::Install => OP_WRITE,
+            FlowWrite::InstallAndAcknowledge => OP_WRITE_AND_ACK,
+        };
+        let (status, _) = self.command(op, flow.index, Some(*flow));
         self.last_write_status = Some(status);
     }
 
@@ -1114,7 +1119,7 @@ mod tests {
             if self.input(InPort::ctx_valid) == 1 && self.get(OutPort::ctx_ready) == 1 {
                 let index = self.input(InPort::ctx_index);
                 self.done = Some(match self.input(InPort::ctx_op) {
-                    OP_WRITE => {
+                    OP_WRITE | OP_WRITE_AND_ACK => {
                         let fields = InPort::ALL
                             .iter()
                             .filter(|p| p.name().starts_with("ctx_"))
@@ -1149,7 +1154,7 @@ mod tests {
             assert!(engine.host_transmit(i as u16 + 40, &vec![len as u8; len]));
         }
         let ctx = context();
-        engine.write_flow(&ctx);
+        engine.write_flow(&ctx, FlowWrite::Install);
         assert_eq!(engine.last_write_status(), Some(true));
         assert_eq!(engine.read_flow(ctx.index), Some(ctx));
         assert_eq!(engine.read_flow(7), None);

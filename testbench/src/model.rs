@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FourTuple};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
 use iwnic_proto::net::{Checksums, FrameError, SegmentOut, TcpSegment};
 use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpControl, TcpPacket};
@@ -234,7 +234,7 @@ impl Engine for ModelDatapath {
         self.send(frame);
     }
 
-    fn write_flow(&mut self, ctx: &FlowContext) {
+    fn write_flow(&mut self, ctx: &FlowContext, write: FlowWrite) {
         let splitter = Splitter::new(max_ulpdu_len(usize::from(ctx.mss)).unwrap_or(0) as u16);
         match self.flows.get_mut(&ctx.index) {
             // A rewrite (the RTR arrived) keeps the receive state.
@@ -252,6 +252,9 @@ impl Engine for ModelDatapath {
             }
         }
         self.by_tuple.insert(ctx.tuple, ctx.index);
+        if write == FlowWrite::InstallAndAcknowledge {
+            self.ack(ctx.index);
+        }
     }
 
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
-use iwnic_firmware::{FlowContext, FlowEvent, FourTuple};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr};
 use iwnic_proto::net::{Checksums, SegmentOut};
 use iwnic_proto::smoltcp_wire::TcpControl;
@@ -47,7 +47,7 @@ const OP_LIMIT: u64 = 200_000;
 /// One operation on the datapath's ports.
 #[derive(Clone, PartialEq, Eq)]
 enum Op {
-    Write(FlowContext),
+    Write(FlowContext, FlowWrite),
     Read(u16),
     Remove(u16),
     Net(Vec<u8>),
@@ -88,7 +88,7 @@ fn frame_summary(frame: &[u8]) -> String {
 impl fmt::Debug for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Op::Write(ctx) => write!(f, "write_flow({ctx:?})"),
+            Op::Write(ctx, write) => write!(f, "write_flow({ctx:?}, {write:?})"),
             Op::Read(index) => write!(f, "read_flow({index})"),
             Op::Remove(index) => write!(f, "remove_flow({index})"),
             Op::Net(frame) => write!(f, "net_receive({})", frame_summary(frame)),
@@ -131,7 +131,7 @@ impl fmt::Debug for Outcome {
 
 fn apply(engine: &mut impl Engine, op: &Op) -> Option<Option<FlowContext>> {
     match op {
-        Op::Write(ctx) => engine.write_flow(ctx),
+        Op::Write(ctx, write) => engine.write_flow(ctx, *write),
         Op::Read(index) => return Some(engine.read_flow(*index)),
         Op::Remove(index) => engine.remove_flow(*index),
         Op::Net(frame) => engine.net_receive(frame),
@@ -205,7 +205,7 @@ fn run_hdl<P: PortSim>(mut engine: HdlEngine<P>, ops: &[Op]) -> HdlRun {
     for op in ops {
         let start = engine.cycles();
         let read = apply(&mut engine, op);
-        if let Op::Write(ctx) = op {
+        if let Op::Write(ctx, _) = op {
             // The model has no bucket limit: a full bucket would explain what follows.
             assert_eq!(
                 engine.last_write_status(),
@@ -514,7 +514,7 @@ fn scripted() -> Script {
     // Flow A: the peer's RTR first goes to the firmware, which then hands the flow over.
     let mut ctx_a = context(a, peer, 40_001, 0x1000_0000, 0x2000_0000);
     ctx_a.rtr_expected = true;
-    s.push(Op::Write(ctx_a));
+    s.push(Op::Write(ctx_a, FlowWrite::Install));
     s.push(Op::Read(a));
     s.data(a, &[ulpdu(14, 1)], TcpControl::Psh);
     assert_eq!(s.expected.last().unwrap().firmware.len(), 1);
@@ -528,17 +528,18 @@ fn scripted() -> Script {
     ctx_a.rtr_expected = false;
     ctx_a.rcv_nxt = ctx_a.rcv_nxt.wrapping_add(fpdu_len(14) as u32);
     ctx_a.snd_nxt = ctx_a.snd_nxt.wrapping_add(fpdu_len(14) as u32);
-    s.push(Op::Write(ctx_a));
+    // With the ACK of the peer's RTR, which the datapath sends.
+    s.push(Op::Write(ctx_a, FlowWrite::InstallAndAcknowledge));
     s.push(Op::Read(a));
 
     // Flow B: sequence numbers about to wrap; flow C: a small MSS.
     let ctx_b = context(b, [10, 0, 0, 3], 40_002, 0xFFFF_FF00, 0xFFFF_FFF0);
-    s.push(Op::Write(ctx_b));
+    s.push(Op::Write(ctx_b, FlowWrite::Install));
     let mut ctx_c = context(c, [192, 168, 1, 7], 40_003, 7, 0x7FFF_FFFF);
     ctx_c.mss = 536;
     ctx_c.local_mac = [0x02, 0xAB, 0xCD, 0xEF, 0x01, 0x23];
     ctx_c.remote_mac = [0x06, 0x54, 0x32, 0x10, 0xFE, 0xDC];
-    s.push(Op::Write(ctx_c));
+    s.push(Op::Write(ctx_c, FlowWrite::Install));
 
     // In-order data: one FPDU, then three, then one filling the MSS.
     s.data(a, &[ulpdu(100, 4)], TcpControl::Psh);
@@ -770,7 +771,7 @@ fn scripted() -> Script {
 
     // A written again at the same index (a new connection on the same tuple).
     let ctx_a2 = context(a, peer, 40_001, 0x5555_0000, 0x6666_0000);
-    s.push(Op::Write(ctx_a2));
+    s.push(Op::Write(ctx_a2, FlowWrite::Install));
     s.data(a, &[ulpdu(12, 74)], TcpControl::Psh);
     s.push(Op::Host(a, ulpdu(12, 75)));
     s.push(Op::Read(a));
@@ -811,14 +812,14 @@ fn scripted_short() -> Script {
     let (a, b) = (5u16, 2047u16);
     let mut ctx_a = context(a, [10, 0, 0, 2], 40_001, 0xFFFF_FFF0, 0x2000_0000);
     ctx_a.rtr_expected = true;
-    s.push(Op::Write(ctx_a));
+    s.push(Op::Write(ctx_a, FlowWrite::Install));
     s.data(a, &[ulpdu(14, 1)], TcpControl::Psh);
     ctx_a.rtr_expected = false;
     ctx_a.rcv_nxt = ctx_a.rcv_nxt.wrapping_add(fpdu_len(14) as u32);
-    s.push(Op::Write(ctx_a));
+    s.push(Op::Write(ctx_a, FlowWrite::Install));
     let mut ctx_b = context(b, [192, 168, 1, 7], 40_003, 7, 0x7FFF_FFFF);
     ctx_b.mss = 536;
-    s.push(Op::Write(ctx_b));
+    s.push(Op::Write(ctx_b, FlowWrite::Install));
     let three = s.data(
         a,
         &[ulpdu(1, 5), ulpdu(0, 6), ulpdu(333, 7)],
@@ -901,7 +902,7 @@ fn scripted_short() -> Script {
     s.push(Op::Read(a));
     let mut ctx_c = context(300, [10, 0, 0, 3], 40_002, 0x100, 0x200);
     ctx_c.mss = 1460;
-    s.push(Op::Write(ctx_c));
+    s.push(Op::Write(ctx_c, FlowWrite::Install));
     s.data(300, &[ulpdu(64, 14), ulpdu(3, 15)], TcpControl::Fin);
     let fc = s.flow(300);
     s.push(Op::Net(peer_frame(
@@ -1090,17 +1091,22 @@ impl Generator {
                 // Install, or rewrite as the firmware does: the RTR arrived, or bytes it
                 // consumed, with the sequence numbers the datapath reached.
                 let mut new = ctx;
+                let mut write = FlowWrite::Install;
                 if installed {
                     new.rtr_expected = false;
                     if self.rng.random_bool(0.3) {
                         new.rcv_nxt = new.rcv_nxt.wrapping_add(self.rng.random_range(0..64));
+                    }
+                    // The hand-off after the RTR: the datapath acknowledges it.
+                    if self.rng.random_bool(0.5) {
+                        write = FlowWrite::InstallAndAcknowledge;
                     }
                 } else {
                     new.rtr_expected = self.rng.random_bool(0.4);
                 }
                 self.flows[f].installed = true;
                 self.flows[f].last_data = None;
-                Op::Write(new)
+                Op::Write(new, write)
             }
             8..=37 => {
                 let ulpdus = self.ulpdus(mss, max);
@@ -1377,7 +1383,8 @@ fn random_sequences_cover_the_cases() {
         let (ops, model) = random_ops(seed, 60);
         for op in &ops {
             let kind = match op {
-                Op::Write(_) => "write",
+                Op::Write(_, FlowWrite::Install) => "write",
+                Op::Write(_, FlowWrite::InstallAndAcknowledge) => "write and acknowledge",
                 Op::Read(_) => "read",
                 Op::Remove(_) => "remove",
                 Op::Net(_) => "net",
@@ -1398,7 +1405,7 @@ fn random_sequences_cover_the_cases() {
         total.not_for_us += c.not_for_us;
         total.host_ulpdus_refused += c.host_ulpdus_refused;
     }
-    assert_eq!(kinds.len(), 7, "{kinds:?}");
+    assert_eq!(kinds.len(), 8, "{kinds:?}");
     for (name, value) in [
         ("fpdus_in", total.fpdus_in),
         ("fpdus_out", total.fpdus_out),

@@ -4,14 +4,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use iwnic_firmware::{Config, Counters, Firmware, FlowContext, FlowEvent, FrameBuffer, Hal, Nic};
+use iwnic_firmware::{
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, FrameBuffer, Hal, Nic,
+};
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{
     Command, CommandRecord, Completion, Endpoint, EventKind, Record, RecordBuffer, MAX_RECORD_LEN,
 };
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
-use iwnic_proto::net::{TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::net::{Checksums, SegmentOut, TcpFrameRepr, DEFAULT_TTL};
 use iwnic_proto::smoltcp_wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 use smoltcp::time::Instant;
 
@@ -69,6 +71,8 @@ impl std::ops::DerefMut for ScriptedHal {
 /// What the firmware does to the scripted NIC, recorded for the script to check.
 #[derive(Default)]
 pub struct ScriptedNic {
+    /// Frames that left for the network: the firmware's, and the ACKs the datapath sends
+    /// on a flow write that asks for one.
     pub tx: Vec<Vec<u8>>,
     pub records: Vec<Vec<u8>>,
     /// Room in the host queue (records the firmware may push before the host drains).
@@ -130,9 +134,12 @@ impl Nic for ScriptedNic {
         );
         self.records.push(self.record_buffer.0[..len].to_vec());
     }
-    fn write_flow(&mut self, flow: &FlowContext) {
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
         self.flows.insert(flow.index, *flow);
         self.flow_writes.push(*flow);
+        if write == FlowWrite::InstallAndAcknowledge {
+            self.tx.push(datapath_ack(flow));
+        }
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
         self.flows.get(&index).copied()
@@ -147,6 +154,30 @@ impl Nic for ScriptedNic {
     fn publish_counters(&mut self, counters: &Counters) {
         self.counters = *counters;
     }
+}
+
+/// The ACK the datapath sends for a flow in FPDU mode: `rcv_nxt` at `snd_nxt`, the
+/// largest window (`hdl/src/nic_top.rs`, `testbench::model`).
+pub fn datapath_ack(flow: &FlowContext) -> Vec<u8> {
+    let ack = SegmentOut {
+        src_mac: flow.local_mac,
+        dst_mac: flow.remote_mac,
+        src_ip: flow.tuple.local_ip,
+        dst_ip: flow.tuple.remote_ip,
+        src_port: flow.tuple.local_port,
+        dst_port: flow.tuple.remote_port,
+        control: TcpControl::None,
+        seq: flow.snd_nxt,
+        ack: Some(flow.rcv_nxt),
+        window: u16::MAX,
+        syn_options: None,
+    };
+    let mut frame = vec![0u8; ack.buffer_len(0)];
+    let len = ack
+        .emit(&[], &mut frame, Checksums::Software)
+        .expect("an ACK fits its buffer");
+    frame.truncate(len);
+    frame
 }
 
 /// A TCP segment the firmware sent, decoded.

@@ -67,7 +67,7 @@ struct Context {
 }
 
 enum Op {
-    /// `ctx_op` 0/1/2 at `INDEX`.
+    /// `ctx_op` 0/1/2/3 at `INDEX`.
     Command(u64, Context),
     Frame(Vec<u8>),
     Ulpdu(u16, Vec<u8>),
@@ -405,6 +405,54 @@ fn a_flow_end_to_end() {
         ),
         (2, 1, 1, 1)
     );
+}
+
+/// `ctx_op` 3 writes the context as 0 does, then sends one ACK of its `rcv_nxt` at its
+/// `snd_nxt` (the firmware's hand-off after the RTR); the flow then carries data. A
+/// rewrite with 3 acknowledges again, from the sequence numbers the datapath reached.
+#[test]
+fn a_write_with_ack_installs_the_flow_and_acknowledges() {
+    const ISS: u32 = 5_000;
+    const IRS: u32 = 9_000;
+    let ctx = Context {
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: false,
+    };
+    let data = fpdus(&[b"after the hand-off"]);
+    let rcv_after = IRS + data.len() as u32;
+    let seen = run(vec![
+        Op::Command(3, ctx),
+        Op::Idle(50),
+        Op::Frame(segment(true, TcpControl::Psh, IRS, ISS, &data)),
+        Op::Idle(100),
+        Op::Command(
+            3,
+            Context {
+                rcv_nxt: rcv_after,
+                ..ctx
+            },
+        ),
+        Op::Idle(50),
+        Op::Command(1, ctx),
+        Op::Idle(20),
+    ]);
+    assert_eq!(
+        seen.to_network,
+        vec![
+            segment(false, TcpControl::None, ISS, IRS, &[]),
+            segment(false, TcpControl::None, ISS, rcv_after, &[]),
+            segment(false, TcpControl::None, ISS, rcv_after, &[]),
+        ]
+    );
+    assert_eq!(seen.to_host, vec![(INDEX, b"after the hand-off".to_vec())]);
+    assert!(seen.to_firmware.is_empty());
+    assert_eq!(
+        seen.commands,
+        vec![(true, 0, 0), (true, 0, 0), (true, ISS, rcv_after)]
+    );
+    let c = seen.counters;
+    assert_eq!((c.cnt_frames_out, c.cnt_acks_sent), (3, 3));
 }
 
 /// A SYN from the peer's address on another port: no flow.
