@@ -81,7 +81,10 @@ impl Hasher for WordHasher {
 ///   queue; a FIN segment's in-order payload is delivered first and `rcv_nxt` advanced;
 /// - a segment with data the flow already received is answered with an ACK of `rcv_nxt`
 ///   (the peer's firmware may be retransmitting its RTR because our ACK was lost);
-/// - `snd_una` follows the peer's ACKs.
+/// - `snd_una` follows the peer's ACKs;
+/// - a write with [`FlowWrite::InstallAndAcknowledge`] is followed by an ACK of the
+///   written `rcv_nxt` at its `snd_nxt` (sent even when the 4-tuple found no room in the
+///   flow table; a connection index beyond the datapath's contexts gets neither).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FlowContext {
     /// Connection index: the tag of this flow's ULPDUs on the host streams.
@@ -111,7 +114,8 @@ pub enum FlowWrite {
     /// Install or update the flow.
     Install,
     /// Install or update it, then send an ACK of its `rcv_nxt` at its `snd_nxt`, as the
-    /// datapath acknowledges the flow's data: the ACK that ends the hand-off (of the
+    /// datapath acknowledges the flow's data (window 65535 unscaled, like all its ACKs,
+    /// whatever [`crate::Config::window`] says): the ACK that ends the hand-off (of the
     /// responder's RTR, or the initiator's reply), without the firmware building it.
     InstallAndAcknowledge,
 }

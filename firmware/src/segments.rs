@@ -304,7 +304,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     fn after_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
         let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
         match self.conns[i].state {
-            State::AwaitRtrAck if all_acked => self.enter_fpdu_mode_active(nic, i),
+            // The RTR carried the ACK of the reply, and nothing was taken since.
+            State::AwaitRtrAck if all_acked => {
+                self.enter_fpdu_mode_active(nic, i, FlowWrite::Install)
+            }
             State::FinWait1 if all_acked => {
                 self.conns[i].state = State::FinWait2;
                 self.release_buffer(i);
@@ -569,7 +572,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 if neg.peer_to_peer {
                     self.send_rtr(nic, i);
                 } else {
-                    self.enter_fpdu_mode_active(nic, i);
+                    self.enter_fpdu_mode_active(nic, i, FlowWrite::InstallAndAcknowledge);
                 }
             }
         }
@@ -594,8 +597,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
-    fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize) {
-        self.install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge);
+    fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize, write: FlowWrite) {
+        self.install_flow(nic, i, false, write);
         self.conns[i].state = State::Established;
         self.timers.disarm(i);
         self.established(

@@ -152,6 +152,10 @@ mod await_reply {
             assert!(bench.hal.flows.is_empty());
             peer.saw_all(&segs);
             bench.deliver(peer.ack());
+            assert!(
+                bench.sent().is_empty(),
+                "the RTR acknowledged the reply already: FPDU mode without another ACK"
+            );
             let out = bench.out();
             assert_eq!(briefs(&out), ["ConnectReply(0)"]);
             let ev = event(&out[0]);

@@ -28,9 +28,10 @@
 //! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
-//!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of its `rcv_nxt`
-//!   at its `snd_nxt` (the ACK of the RTR that ends the firmware's hand-off, which the
-//!   firmware would otherwise build). `ctx_done` pulses for one cycle when the command
+//!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of the written
+//!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of the
+//!   responder's RTR, or of the initiator's reply; it may leave after `ctx_done`, and
+//!   goes even when the insert found its bucket full). `ctx_done` pulses for one cycle when the command
 //!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
 //!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
 //!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
@@ -105,9 +106,9 @@
 //! flow: the failure is forwarded into the decision (`fail_forward`).
 //!
 //! One controller serialises context commands, received frames and host ULPDUs (in that
-//! priority); commands and host ULPDUs wait for the delivery to finish, so no two of them
-//! ever touch the same context at once, and what leaves each port leaves in the model's
-//! order.
+//! priority); commands and host ULPDUs wait for the delivery to finish (and for a
+//! command's ACK to reach the segment builder), so no two of them ever touch the same
+//! context at once, and what leaves each port leaves in the model's order.
 //!
 //! # Throughput, size and speed
 //!
@@ -571,9 +572,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     d_payload_last_keep: DFF<Bits<8>>,
     d_index: DFF<Bits<16>>,
     d_failed: DFF<Bit>,
-    /// The delivered segment's ACK waits for the segment builder (it goes while the
-    /// payload is replayed: its fields are the working copy's, which stays until the
-    /// delivery is idle).
+    /// The delivered segment's ACK, or a `ctx_op` 3 command's, waits for the segment
+    /// builder (it goes while the payload is replayed: its fields are the working copy's,
+    /// which stays until the delivery is idle).
     ack_pending: DFF<Bit>,
     /// The delivery is idle: the controller may decide the next segment (and hand it
     /// over the cycle after), start a command or a host ULPDU. (Also letting them start

@@ -10,7 +10,8 @@
 //!   an FPDU must end with its segment. A CRC or length error stops the flow and is
 //!   reported to the firmware.
 //! - TCP: `snd_una` follows the peer's ACKs; each data segment is acknowledged at once;
-//!   a segment below `rcv_nxt` gets an ACK, one above it is dropped with a duplicate ACK.
+//!   a segment below `rcv_nxt` gets an ACK, one above it is dropped with a duplicate ACK;
+//!   a flow write may ask for an ACK of the written `rcv_nxt` (the end of a hand-off).
 //!   No retransmission of offloaded data yet (a later milestone of the HDL too).
 //! - MPA and TCP transmit: one FPDU per segment from each host ULPDU.
 //! - Firmware frames leave with their checksums filled in (the firmware runs with

@@ -1103,6 +1103,10 @@ impl Generator {
                     }
                 } else {
                     new.rtr_expected = self.rng.random_bool(0.4);
+                    // The initiator's hand-off: a first write with the reply's ACK.
+                    if !new.rtr_expected && self.rng.random_bool(0.3) {
+                        write = FlowWrite::InstallAndAcknowledge;
+                    }
                 }
                 self.flows[f].installed = true;
                 self.flows[f].last_data = None;

@@ -409,7 +409,7 @@ fn a_flow_end_to_end() {
 
 /// `ctx_op` 3 writes the context as 0 does, then sends one ACK of its `rcv_nxt` at its
 /// `snd_nxt` (the firmware's hand-off after the RTR); the flow then carries data. A
-/// rewrite with 3 acknowledges again, from the sequence numbers the datapath reached.
+/// rewrite with 3 acknowledges the sequence numbers the command carries.
 #[test]
 fn a_write_with_ack_installs_the_flow_and_acknowledges() {
     const ISS: u32 = 5_000;
