@@ -125,22 +125,26 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,219 LUT4 (50 % of the device), 9,403 FF, 43 of 56 DP16KD,
-//! 128.3 MHz; the same netlist placed with nextpnr's seeds 1 to 5 (`--seed N`):
-//! 129.6, 130.1, 129.0, 126.6 and 114.2 MHz. The critical path is the receive handshake
-//! (`raw_bank_free` into the parser's take) into the header fields' enables: 3 logic
-//! levels and their fan-out's routes, 7.8 ns (seed 4's is the same path, 7.9 ns).
-//! Seed 5's runs from `tx_checksum`'s read pointer through the ring's fill (`used <
-//! 511`, a subtraction) into `in_ready`'s register: 8.8 ns, mostly two routes of 1.4
-//! and 1.8 ns. So the
-//! design meets 125 MHz with little margin, and a small change can move the default
-//! placement across it: a registered ring-room flag for that path measured 120.8 MHz
-//! with the default seed (critical path: `mpa_rx`'s CRC verdict into its failed flag)
-//! and was not kept. The round before ended at 119.1 MHz (117.0–121.9 over seeds 1 and
-//! 2), with the worst path moving with the placement among some twenty blocks' paths
-//! within a nanosecond of it. This round picked its steps from the slowest endpoints
-//! of two or three placements at a time (`scripts/slowest-endpoints.py`): its middle
-//! steps spread over 114.5–132.0 MHz with the placement, the last over 114.2–130.1.
+//! asked for 125 MHz): 11,772 LUT4 (48 % of the device), 9,405 FF, 43 of 56 DP16KD,
+//! 119.4 MHz with the default placement; the same netlist placed with nextpnr's seeds 1
+//! to 5 (`--seed N`): 128.5, 133.4, 131.1, 135.3 and 126.7 MHz. The default placement's
+//! critical path runs from `fpdu_slice`'s full flag through `mpa_tx`'s ready into the
+//! controller's state (the end of a host ULPDU in TxStream): 5 logic levels, 8.4 ns;
+//! seed 5's is the receive handshake (`raw_bank_free`) into `bank_busy`, 7.9 ns. Before
+//! `ctx_op` 3 (whose command decode, now two registers set as a command is taken,
+//! replaced `cmd_op == 0` compares in the context writes: 447 LUT4 fewer) the default
+//! placement gave 128.3 MHz and seeds 1 to 5 129.6, 130.1, 129.0, 126.6 and 114.2, the
+//! critical paths then the receive handshake into the header fields' enables (7.8 ns)
+//! and `tx_checksum`'s ring fill into `in_ready` (seed 5, 8.8 ns). So the design meets
+//! 125 MHz in five placements of six either way, with little margin, and a small change
+//! moves the default placement across it: a registered ring-room flag for that path
+//! measured 120.8 MHz with the default seed (critical path: `mpa_rx`'s CRC verdict into
+//! its failed flag) and was not kept. The round before ended at 119.1 MHz (117.0–121.9
+//! over seeds 1 and 2), with the worst path moving with the placement among some twenty
+//! blocks' paths within a nanosecond of it. That round picked its steps from the slowest
+//! endpoints of two or three placements at a time (`scripts/slowest-endpoints.py`): its
+//! middle steps spread over 114.5–132.0 MHz with the placement, the last over
+//! 114.2–130.1.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
