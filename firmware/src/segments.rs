@@ -11,7 +11,8 @@ use smoltcp::wire::TcpControl;
 
 use crate::hal::{FlowEvent, FlowEventKind, FlowWrite, FourTuple, Nic};
 use crate::machine::{
-    Machine, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING, RECORDS_PER_INPUT,
+    Machine, NegotiationBuffer, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING,
+    RECORDS_PER_INPUT,
 };
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 
@@ -218,9 +219,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.conns[i].snd_una = ack;
                 self.conns[i].peer_window = seg.window;
                 self.conns[i].state = State::AwaitRequest;
-                if self.take_buffer(i).is_none() {
-                    return self.abort(nic, i, -ECONNRESET);
-                }
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 self.arm(i, false, true);
                 // A bare ACK in sequence (the usual one) has nothing more for the stream
@@ -352,13 +350,16 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// The responder collects the MPA request. One that arrives whole in a segment (the
     /// usual case) is judged where it lies and its private data raised from there; one
-    /// in pieces is collected in the negotiation buffer first.
+    /// in pieces is collected in a negotiation buffer, taken with the first piece. So a
+    /// handshake holds no buffer, and peers that complete handshakes and send nothing
+    /// cannot use the buffers up.
     fn request_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
-        let Some(have) = self.buffer(i).map(|b| usize::from(b.rx_len)) else {
-            return;
-        };
+        let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
         let whole =
             have == 0 && Frame::<&[u8]>::frame_len(payload).is_ok_and(|len| len <= payload.len());
+        if !whole && !payload.is_empty() && self.take_buffer(i).is_none() {
+            return self.abort(nic, i, -ECONNRESET);
+        }
         let take = match whole {
             true => payload.len().min(MPA_MAX_FRAME_LEN),
             false => self.collect(i, payload),
@@ -377,10 +378,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         let judged = match whole {
             true => judge(payload),
-            false => match self.buffers.get(usize::from(self.conns[i].buffer)) {
-                Some(b) => judge(b.rx()),
-                None => return,
-            },
+            // A FIN alone, before any piece, is judged as an empty request.
+            false => judge(
+                self.buffers
+                    .get(usize::from(self.conns[i].buffer))
+                    .map_or(&[][..], NegotiationBuffer::rx),
+            ),
         };
         let (neg, verdict, extra, private_data) = match judged {
             Ok(judged) => judged,

@@ -138,18 +138,36 @@ fn the_half_open_limit_drops_syns() {
 
 #[test]
 fn negotiation_buffers_run_out_gracefully() {
-    // Eight buffers: the ninth connection finishing its handshake is reset.
+    // Eight buffers. Handshakes take none; a request in pieces takes one with its first
+    // piece: the ninth such connection is reset. A whole request needs none.
     let mut bench = Bench::default();
     bench.listen(PORT, 0);
+    let request = request_v2(OFFER, 16, 16, b"");
+    let mut answers = vec![];
     for port in 0..9u16 {
         let mut peer = Peer::new(1000 + port, PORT, 1);
         bench.deliver(peer.syn());
         peer.saw_all(&bench.sent());
         bench.deliver(peer.ack());
+        let held = usize::from(port).min(8);
+        assert_eq!(
+            bench.fw.buffers_in_use(),
+            held,
+            "a handshake takes no buffer"
+        );
+        bench.deliver(peer.data(&request[..10]));
+        answers.extend(kinds(&bench.sent()));
     }
-    assert_eq!(kinds(&bench.sent()), ["RST"]);
+    assert_eq!(answers, [vec!["ACK"; 8], vec!["RST"]].concat());
     assert_eq!(bench.fw.counters().buffers_exhausted, 1);
     assert_eq!(bench.fw.buffers_in_use(), 8);
+    let mut whole = Peer::new(2000, PORT, 1);
+    bench.deliver(whole.syn());
+    whole.saw_all(&bench.sent());
+    bench.deliver(whole.ack());
+    bench.deliver(whole.data(&request));
+    assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    assert_eq!(bench.fw.counters().buffers_exhausted, 1);
 }
 
 #[test]
