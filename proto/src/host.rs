@@ -321,8 +321,17 @@ impl<'a> CommandRecord<'a> {
             7 => (HANDLE, 0),
             _ => return Err(Error::Malformed),
         };
-        let zero_unless =
-            |part: u8, field: &[u8]| uses & part != 0 || field.iter().all(|&b| b == 0);
+        // Four bytes at a time (the fields are whole words of a record that lies on a
+        // word boundary in its queue slot), OR-ed with no branch until the end.
+        let zero_unless = |part: u8, field: &[u8]| {
+            if uses & part != 0 {
+                return true;
+            }
+            let (words, rest) = field.as_chunks::<4>();
+            let any = words.iter().fold(0, |a, w| a | u32::from_ne_bytes(*w))
+                | rest.iter().fold(0, |a, &b| a | u32::from(b));
+            any == 0
+        };
         let canonical = flags & !allowed_flags == 0
             && zero_unless(HANDLE, &f[8..12])
             && zero_unless(IRD_ORD, &f[12..16])
