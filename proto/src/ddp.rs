@@ -220,6 +220,8 @@ impl ReadRequestRepr {
 /// misaligned loads assembles each word from four.
 #[inline(always)]
 fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
+    // FPDUs are whole words (`fpdu_len` pads them), so no byte is left out.
+    const { assert!(N % 4 == 0) };
     let got: &[u8; N] = bytes.first_chunk()?;
     // In words of four byte compares, a trip count short enough to unroll fully.
     let (got, want) = (got.as_chunks::<4>().0, want.as_chunks::<4>().0);
