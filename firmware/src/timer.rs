@@ -68,13 +68,23 @@ impl Clock {
     }
 }
 
+/// One timer: its wheel slot's list links, its deadline and the slot it is linked in
+/// (or [`NOT_ARMED`]). Sixteen bytes, so an entry's address is a shift of its index.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    next: u32,
+    prev: u32,
+    deadline: u32,
+    slot: u16,
+}
+
+/// `slot` of a timer that is not armed.
+const NOT_ARMED: u16 = u16::MAX;
+const _: () = assert!(SLOTS < NOT_ARMED as usize);
+
 /// Timers of `N` connections, in milliseconds.
 pub(crate) struct TimerWheel<const N: usize> {
-    next: [u32; N],
-    prev: [u32; N],
-    deadline: [u32; N],
-    slot: [u16; N],
-    armed: [bool; N],
+    entries: [Entry; N],
     heads: [u32; SLOTS],
     /// The next tick whose slot has not been swept.
     cursor: u32,
@@ -83,11 +93,12 @@ pub(crate) struct TimerWheel<const N: usize> {
 impl<const N: usize> TimerWheel<N> {
     pub(crate) const fn new() -> Self {
         TimerWheel {
-            next: [NIL; N],
-            prev: [NIL; N],
-            deadline: [0; N],
-            slot: [0; N],
-            armed: [false; N],
+            entries: [Entry {
+                next: NIL,
+                prev: NIL,
+                deadline: 0,
+                slot: NOT_ARMED,
+            }; N],
             heads: [NIL; SLOTS],
             cursor: 0,
         }
@@ -100,7 +111,8 @@ impl<const N: usize> TimerWheel<N> {
 
     #[cfg(test)]
     pub(crate) fn deadline(&self, i: usize) -> Option<u32> {
-        self.armed[i].then_some(self.deadline[i])
+        let e = self.entries[i];
+        (e.slot != NOT_ARMED).then_some(e.deadline)
     }
 
     /// Arm (or re-arm) timer `i` for `deadline`.
@@ -113,29 +125,33 @@ impl<const N: usize> TimerWheel<N> {
             deadline
         };
         let slot = tick as usize % SLOTS;
-        self.deadline[i] = deadline;
-        self.armed[i] = true;
-        self.prev[i] = NIL;
-        self.next[i] = self.heads[slot];
-        if let Some(old) = self.link(self.heads[slot]) {
-            self.prev[old] = i as u32;
+        let head = self.heads[slot];
+        self.entries[i] = Entry {
+            next: head,
+            prev: NIL,
+            deadline,
+            slot: slot as u16,
+        };
+        if let Some(old) = self.link(head) {
+            self.entries[old].prev = i as u32;
         }
         self.heads[slot] = i as u32;
-        self.slot[i] = slot as u16;
     }
 
     pub(crate) fn disarm(&mut self, i: usize) {
-        if !self.armed[i] {
+        let Entry {
+            prev, next, slot, ..
+        } = self.entries[i];
+        if slot == NOT_ARMED {
             return;
         }
-        self.armed[i] = false;
-        let (p, n) = (self.prev[i], self.next[i]);
-        match self.link(p) {
-            Some(p) => self.next[p] = n,
-            None => self.heads[usize::from(self.slot[i])] = n,
+        self.entries[i].slot = NOT_ARMED;
+        match self.link(prev) {
+            Some(p) => self.entries[p].next = next,
+            None => self.heads[usize::from(slot)] = next,
         }
-        if let Some(n) = self.link(n) {
-            self.prev[n] = p;
+        if let Some(n) = self.link(next) {
+            self.entries[n].prev = prev;
         }
     }
 
@@ -156,11 +172,11 @@ impl<const N: usize> TimerWheel<N> {
             let slot = self.cursor as usize % SLOTS;
             let mut at = self.link(self.heads[slot]);
             while let Some(i) = at {
-                if not_after(self.deadline[i], now) {
+                if not_after(self.entries[i].deadline, now) {
                     self.disarm(i);
                     return Some(i);
                 }
-                at = self.link(self.next[i]);
+                at = self.link(self.entries[i].next);
             }
             if self.cursor == now {
                 return None;

@@ -221,7 +221,7 @@ impl ReadRequestRepr {
 #[inline(always)]
 fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
     // FPDUs are whole words (`fpdu_len` pads them), so no byte is left out.
-    const { assert!(N % 4 == 0) };
+    const { assert!(N.is_multiple_of(4)) };
     let got: &[u8; N] = bytes.first_chunk()?;
     // In words of four byte compares, a trip count short enough to unroll fully.
     let (got, want) = (got.as_chunks::<4>().0, want.as_chunks::<4>().0);
