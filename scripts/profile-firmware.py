@@ -13,14 +13,15 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME] [--inlined NAME] [--by-input]
+    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input]
 
 Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
 their source lines (innermost inlined location, from the ELF's line tables through
 llvm-addr2line), to see what the inlined code of a large function does; `--inlined NAME`
 charges them to the call they were inlined from and to the innermost function of this
-project's crates. `--by-input`
+project's crates; `--by-kind` sums every instruction that way into kinds of work
+(`KINDS`). `--by-input`
 splits the figure by the setup's polls (SYN; ACK and MPA request; accept; RTR), each
 with its largest functions.
 """
@@ -57,7 +58,8 @@ def function_symbols(elf):
 
 def measured_windows(elf, symbols, lines_of=None):
     """Per measured window, a Counter of instructions by function and, with `lines_of`, a
-    Counter of instructions by address inside the functions whose name contains it."""
+    Counter of instructions by address inside the functions whose name contains it (all
+    of them but the memory builtins, with `True`)."""
     starts = [address for address, _ in symbols]
     window_call = next(address for address, name in symbols if name == 'measured_window')
     names = {}
@@ -98,7 +100,7 @@ def measured_windows(elf, symbols, lines_of=None):
                     else:
                         caller = None
                         current[name] += 1
-                        if lines_of and lines_of in name:
+                        if lines_of is True or (lines_of and lines_of in name):
                             by_address[pc] += 1
                     previous = name
         if qemu.wait() != 0:
@@ -146,6 +148,44 @@ def inlined_calls(elf, by_address):
     return outer, inner
 
 
+# Kinds of work, told by the innermost function of this project's crates an instruction
+# was inlined from (substrings of its name; the first kind that matches takes it). The
+# in-memory NIC's rings are the benchmark's hardware queues.
+KINDS = (
+    ('frames in (queue, header fields, 4-tuple)',
+     ('TcpSegment', 'locate_tcp', 'on_frame', 'scan_options', 'net::field',
+      'Ring<2, iwnic_proto::WordAligned<160>>')),
+    ('frames out', ('SegmentOut', 'machine::transmit', 'Machine<8, 2>>::send::', 'send_staged',
+                    'Ring<4, iwnic_proto::WordAligned<1518>>')),
+    ('4-tuple index', ('EntryIndex', 'FourTuple', 'Machine<8, 2>>::find')),
+    ('host records (commands in, events and completions out)',
+     ('Event>::emit', 'Endpoint', 'Machine<8, 2>>::raise', 'Completion', 'CommandRecord',
+      'WordAligned<580>', 'Machine<8, 2>>::complete', 'parse_header', 'parse_private_data',
+      'Machine<8, 2>>::lookup', 'on_command', 'check_limits', 'established')),
+    ('MPA request and reply', ('FrameRepr', 'V2Block', 'judge_request', 'request_bytes',
+                               'Machine<8, 2>>::accept', 'negotiation', 'Machine<8, 2>>::stage')),
+    ('RTR', ('prefix_len', 'rtr', 'judge_rtr')),
+    ('clock and timers', ('Timer', 'Clock', 'Machine<8, 2>>::arm', 'not_after', 'set_time')),
+    ('flow writes', ('write_flow', 'flow_context', 'install_flow')),
+)
+# The memory builtins' own instructions (charged to their callers by function) are a kind.
+COPIES = 'copies (memcpy, memset, memmove)'
+
+
+
+def by_kind(inner, by_function):
+    """`inlined_calls`' innermost counts summed by KINDS, the memory builtins' from
+    `by_function`; the rest is one more kind."""
+    kinds = collections.Counter()
+    kinds[COPIES] = sum(count for name, count in by_function.items()
+                        if MEMORY_BUILTIN.search(name.split(' from ')[0]))
+    for name, count in inner.items():
+        kind = next((kind for kind, keys in KINDS if any(k in name for k in keys)),
+                    'the rest: entries, exits, spills, the state machine')
+        kinds[kind] += count
+    return kinds
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--elf', default=ELF)
@@ -155,11 +195,14 @@ def main():
     ap.add_argument('--by-input', action='store_true')
     ap.add_argument('--inlined', metavar='NAME',
                     help='what was inlined into the functions matching NAME, by call')
+    ap.add_argument('--by-kind', action='store_true',
+                    help='every instruction by the kind of work it does (KINDS)')
     args = ap.parse_args()
-    if args.lines and args.inlined:
-        ap.error('--lines and --inlined read the addresses of one set of functions: give one')
+    if sum(map(bool, (args.lines, args.inlined, args.by_kind))) > 1:
+        ap.error('--lines, --inlined and --by-kind each read the addresses of their own '
+                 'functions: give one')
     windows, addresses = measured_windows(args.elf, function_symbols(args.elf),
-                                          args.lines or args.inlined)
+                                          args.lines or args.inlined or args.by_kind or None)
     if not windows or len(windows) % 2:
         raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
     # Both modes poll the same number of times a connection, the first mode first.
@@ -191,6 +234,12 @@ def main():
             print(f'\n{args.inlined!r}, {title}:')
             for name, count in counter.most_common(args.top):
                 print(f'{count / CONNECTIONS:8.1f}  {name}')
+    if args.by_kind:
+        _, inner = inlined_calls(args.elf, by_address)
+        kinds = by_kind(inner, by_function)
+        print('\nby kind of work:')
+        for kind, count in kinds.most_common():
+            print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {kind}')
     if args.lines:
         by_line = source_lines(args.elf, by_address)
         print(f'\nby source line, functions matching {args.lines!r}:')
