@@ -271,15 +271,17 @@ impl Timeouts {
                 ms as u32
             }
         }
+        // RFC 1122 §4.2.3.2: a delayed ACK MUST leave within 0.5 s.
+        let request_ack_delay = ms(config.request_ack_delay);
+        let request_ack_delay = if request_ack_delay < 500 {
+            request_ack_delay
+        } else {
+            499
+        };
         Timeouts {
             mpa_request: ms(config.mpa_request_timeout),
             mpa_reply: ms(config.mpa_reply_timeout),
-            // RFC 1122 §4.2.3.2: a delayed ACK MUST leave within 0.5 s.
-            request_ack_delay: if ms(config.request_ack_delay) < 500 {
-                ms(config.request_ack_delay)
-            } else {
-                499
-            },
+            request_ack_delay,
             rto_initial: ms(config.rto_initial),
             rto_max: ms(config.rto_max),
             time_wait: ms(config.time_wait),

@@ -218,17 +218,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.send(nic, i, TcpControl::Syn, snd_una, Payload::NONE);
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
-                self.conns[i].snd_una = ack;
-                self.conns[i].peer_window = seg.window;
                 self.conns[i].state = State::AwaitRequest;
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 self.arm(i, false, true);
-                // A bare ACK in sequence (the usual one) has nothing more for the stream
-                // path, which would find exactly that.
-                let bare = seg.payload.is_empty() && seg.control != TcpControl::Fin;
-                if !bare || seg.seq != self.conns[i].rcv_nxt {
-                    self.in_stream(nic, i, seg);
-                }
+                // The stream path takes the ACK (snd_una, the peer's window) and whatever
+                // rides with it.
+                self.in_stream(nic, i, seg);
             }
             Some(_) => {
                 let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
@@ -443,7 +438,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.conns[i].phase_deadline = self.after(self.timeouts.request_ack_delay);
             self.arm(i, false, true);
         } else {
-            self.timers.disarm(i);
+            // Also cancels the request timer: an ACK sent in AWAIT_ACCEPT disarms.
             self.send_ack(nic, i);
         }
     }

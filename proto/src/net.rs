@@ -402,9 +402,9 @@ impl SegmentOut {
             .ok_or(Error::BufferTooSmall)?;
         h[0..6].copy_from_slice(&self.dst_mac);
         h[6..12].copy_from_slice(&self.src_mac);
-        h[12..14].copy_from_slice(&[0x08, 0x00]); // IPv4
-                                                  // Version 4, IHL 5, DSCP/ECN 0, total length, identification 0, DF, TTL, TCP,
-                                                  // checksum 0 (filled below or by the datapath).
+        // EtherType IPv4. Then version 4, IHL 5, DSCP/ECN 0, total length, identification
+        // 0, DF, TTL, TCP, checksum 0 (filled below or by the datapath).
+        h[12..14].copy_from_slice(&[0x08, 0x00]);
         h[IP..IP + 2].copy_from_slice(&[0x45, 0]);
         h[IP + 2..IP + 4].copy_from_slice(&((IPV4_HEADER_LEN + tcp_len) as u16).to_be_bytes());
         h[IP + 4..IP + 12].copy_from_slice(&[0, 0, 0x40, 0, DEFAULT_TTL, 6, 0, 0]);
@@ -424,9 +424,10 @@ impl SegmentOut {
         h[TCP + 12] = (tcp_header_len as u8 / 4) << 4;
         h[TCP + 13] = flags;
         h[TCP + 14..TCP + 16].copy_from_slice(&self.window.to_be_bytes());
-        h[TCP + 16..TCP + 20].copy_from_slice(&[0; 4]); // checksum, urgent pointer
-                                                        // Ethernet padding lies within the 6 bytes after a 54-byte header: zero them
-                                                        // first (fixed-size stores), then write options and payload over them.
+        // Checksum and urgent pointer 0. Ethernet padding lies within the 6 bytes after a
+        // 54-byte header: zero them first (fixed-size stores), then write options and
+        // payload over them.
+        h[TCP + 16..TCP + 20].copy_from_slice(&[0; 4]);
         if let Some(padding) = rest.first_chunk_mut::<{ MIN_FRAME_LEN - TCP - TCP_HEADER_LEN }>() {
             *padding = [0; MIN_FRAME_LEN - TCP - TCP_HEADER_LEN];
         }
