@@ -63,7 +63,12 @@ pub struct LinkStats {
 /// Frames in flight, ordered by arrival time, then by the order they were sent.
 pub struct Link {
     config: LinkConfig,
+    /// The drop, duplicate and reorder draws, taken for every frame.
     rng: StdRng,
+    /// The corruption draws, taken only for frames with TCP payload. A stream of their own
+    /// makes which payload frame is hit depend on the seed and the payload frames alone,
+    /// not on how many bare ACKs (a matter of timing) went before it.
+    corrupt_rng: StdRng,
     in_flight: BTreeMap<(u64, u64), (Direction, Vec<u8>)>,
     sent_order: u64,
     pcap: Option<PcapRecorder>,
@@ -74,6 +79,7 @@ impl Link {
     pub fn new(config: LinkConfig, pcap: Option<PcapRecorder>) -> Link {
         Link {
             rng: StdRng::seed_from_u64(config.seed),
+            corrupt_rng: StdRng::seed_from_u64(!config.seed),
             config,
             in_flight: BTreeMap::new(),
             sent_order: 0,
@@ -90,10 +96,7 @@ impl Link {
             self.stats.dropped += 1;
             return;
         }
-        if c.corrupt > 0.0
-            && self.rng.random_bool(c.corrupt)
-            && corrupt_payload(&mut frame, &mut self.rng)
-        {
+        if c.corrupt > 0.0 && corrupt_payload(&mut frame, c.corrupt, &mut self.corrupt_rng) {
             self.stats.corrupted += 1;
         }
         let copies = if self.rng.random_bool(c.duplicate) {
@@ -152,9 +155,9 @@ impl Link {
     }
 }
 
-/// Flip one byte of the TCP payload and recompute the TCP checksum; `false` if the frame
-/// has no TCP payload.
-fn corrupt_payload(frame: &mut [u8], rng: &mut StdRng) -> bool {
+/// With `probability`, flip one bit of the TCP payload and recompute the TCP checksum;
+/// whether it did. A frame without TCP payload takes no draw.
+fn corrupt_payload(frame: &mut [u8], probability: f64, rng: &mut StdRng) -> bool {
     let Some(ip_bytes) = frame.get_mut(14..) else {
         return false;
     };
@@ -170,11 +173,68 @@ fn corrupt_payload(frame: &mut [u8], rng: &mut StdRng) -> bool {
         return false;
     };
     let payload = tcp.payload_mut();
-    if payload.is_empty() {
+    if payload.is_empty() || !rng.random_bool(probability) {
         return false;
     }
     let at = rng.random_range(0..payload.len());
     payload[at] ^= 1 << rng.random_range(0..8);
     tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{Host, Side, TcpConversation};
+    use iwnic_proto::net::TcpFrameRepr;
+
+    /// Sends 200 numbered 32-byte segments A to B, each after `acks_before` bare ACKs from
+    /// B, through a link that corrupts; which of the numbered segments arrive altered.
+    fn corrupted_segments(acks_before: usize) -> Vec<u8> {
+        let host = |ip, port| Host {
+            mac: [2, 0, 0, 0, 0, ip],
+            ip: [10, 0, 0, ip],
+            port,
+            isn: 1000,
+        };
+        let mut tcp = TcpConversation::new(host(1, 4000), host(2, 5000));
+        let config = LinkConfig {
+            corrupt: 0.05,
+            seed: 1,
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(config, None);
+        for number in 0..200u8 {
+            for _ in 0..acks_before {
+                link.send(0, Direction::BToA, tcp.ack(Side::B));
+            }
+            link.send(0, Direction::AToB, tcp.data(Side::A, &[number; 32]));
+        }
+        let mut corrupted = Vec::new();
+        for (direction, frame) in link.arrived(u64::MAX) {
+            let repr = TcpFrameRepr::parse(&frame).expect("the TCP checksum is recomputed");
+            let payload = repr.tcp.payload;
+            assert_eq!(direction == Direction::AToB, !payload.is_empty());
+            // One byte at most is altered: the middle of the sorted bytes is the number.
+            let mut sorted = payload.to_vec();
+            sorted.sort_unstable();
+            let number = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+            let flipped: u32 = payload.iter().map(|b| (b ^ number).count_ones()).sum();
+            match flipped {
+                0 => {}
+                1 => corrupted.push(number),
+                _ => panic!("segment {number}: {flipped} bits flipped, not one"),
+            }
+        }
+        assert_eq!(link.stats().corrupted, corrupted.len() as u64);
+        corrupted
+    }
+
+    #[test]
+    fn corruption_flips_one_payload_bit_of_the_same_segments_whatever_acks_go_between() {
+        let alone = corrupted_segments(0);
+        assert!((3..=20).contains(&alone.len()), "{alone:?} of 200 at 5%");
+        assert_eq!(corrupted_segments(1), alone);
+        assert_eq!(corrupted_segments(3), alone);
+    }
 }

@@ -60,10 +60,14 @@ fn mpa_v1_runs_without_rtr() {
 #[test]
 fn a_corrupted_fpdu_is_caught_by_the_crc_and_resets_the_connection() {
     let dir = tempfile::tempdir().unwrap();
-    // Payload bytes flipped with the TCP checksum recomputed: only the MPA CRC sees it.
+    // Payload bits flipped with the TCP checksum recomputed: only the MPA CRC sees it.
+    // The link draws for frames with payload alone, so the seed fixes which one is hit
+    // first whatever the threads' timing: with seed 12, the 39th. Setup sends 24 (eight
+    // MPA requests, replies and RTRs), so every connection comes up and the first byte
+    // flipped is in a Send, with room for a retransmission or two in setup.
     let link = LinkConfig {
         corrupt: 0.05,
-        seed: 7,
+        seed: 12,
         ..LinkConfig::default()
     };
     let outcome = run(
@@ -76,6 +80,7 @@ fn a_corrupted_fpdu_is_caught_by_the_crc_and_resets_the_connection() {
     )
     .unwrap();
     assert!(!outcome.ok());
+    assert_eq!(outcome.established, 8, "{:?}", outcome.failures);
     assert_eq!(
         outcome.altered, 0,
         "the CRC lets no corrupted byte through to a host"
