@@ -153,8 +153,8 @@ def inlined_calls(elf, by_address):
 # in-memory NIC's rings are the benchmark's hardware queues.
 KINDS = (
     ('frames in (queue, header fields, 4-tuple)',
-     ('TcpSegment', 'locate_tcp', 'on_frame', 'scan_options', 'net::field',
-      'Ring<2, iwnic_proto::WordAligned<160>>')),
+     ('TcpSegment', 'control_of', 'on_frame', 'scan_options', 'net::field',
+      'Ring<2, iwnic_firmware::selftest::passive_open::RxSlot>')),
     ('frames out', ('SegmentOut', 'machine::transmit', 'Machine<8, 2>>::send::', 'send_staged',
                     'Ring<4, iwnic_proto::WordAligned<1518>>')),
     ('4-tuple index', ('EntryIndex', 'FourTuple', 'Machine<8, 2>>::find')),

@@ -5,6 +5,7 @@
 use core::hash::{Hash, Hasher};
 
 use iwnic_proto::host::RecordBuffer;
+use iwnic_proto::net::RxDescriptor;
 use iwnic_proto::WordAligned;
 
 use crate::counters::Counters;
@@ -148,9 +149,10 @@ pub trait Hal {
     /// The NIC without its input queues.
     type Nic: Nic;
     fn nic(&mut self) -> &mut Self::Nic;
-    /// The frame at the head of the firmware RX queue, in place, and the NIC. The
-    /// firmware reads at most [`MAX_FRAME_LEN`] bytes of it.
-    fn next_frame(&mut self) -> (Option<&[u8]>, &mut Self::Nic);
+    /// The frame at the head of the firmware RX queue, in place, after the descriptor
+    /// the datapath's parser wrote ahead of it, and the NIC. The firmware reads at most
+    /// [`MAX_FRAME_LEN`] bytes of the frame.
+    fn next_frame(&mut self) -> (Option<(&RxDescriptor, &[u8])>, &mut Self::Nic);
     /// Free the head frame's slot.
     fn pop_frame(&mut self);
     /// The host command at the head of its queue, in place (its slot and length), and

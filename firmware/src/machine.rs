@@ -400,11 +400,11 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
             m.on_flow_event(nic, report);
         }
         while hal.nic().host_space() >= RECORDS_PER_INPUT {
-            let (Some(frame), nic) = hal.next_frame() else {
+            let (Some((descriptor, frame)), nic) = hal.next_frame() else {
                 break;
             };
             m.counters.frames_received += 1;
-            m.on_frame(nic, &frame[..frame.len().min(MAX_FRAME_LEN)]);
+            m.on_frame(nic, descriptor, &frame[..frame.len().min(MAX_FRAME_LEN)]);
             hal.pop_frame();
         }
         let nic = hal.nic();

@@ -5,7 +5,7 @@ use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
 use iwnic_proto::mpa::{Frame, FrameRepr, RtrTypes, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
-use iwnic_proto::net::{SegmentOut, TcpSegment};
+use iwnic_proto::net::{RxDescriptor, SegmentOut, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
@@ -52,8 +52,13 @@ fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl<const N: usize, const B: usize> Machine<N, B> {
-    pub(crate) fn on_frame<H: Nic>(&mut self, nic: &mut H, frame: &[u8]) {
-        let Ok(seg) = TcpSegment::parse(frame, self.config.checksums) else {
+    pub(crate) fn on_frame<H: Nic>(
+        &mut self,
+        nic: &mut H,
+        descriptor: &RxDescriptor,
+        frame: &[u8],
+    ) {
+        let Ok(seg) = TcpSegment::from_descriptor(descriptor, frame, self.config.checksums) else {
             self.counters.frames_ignored += 1;
             return;
         };

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::{FrameKind, RtrTypes, REQUEST_KEY};
+use iwnic_proto::net::RxDescriptor;
 
 const OFFER: RtrTypes = RtrTypes {
     send: false,
@@ -183,11 +184,39 @@ fn undecodable_commands_complete_with_einval() {
 fn frames_not_for_us_are_ignored() {
     let mut bench = Bench::default();
     bench.listen(PORT, 8);
+    // A good SYN to another address: the datapath filters these, the firmware does not
+    // rely on it.
     let mut syn = Peer::new(40000, PORT, 5).syn();
-    syn[33] = 99; // another destination address (checksum now wrong too)
+    syn[33] = 99;
+    fix_checksums(&mut syn);
     bench.deliver(syn);
+    // What the datapath's parser drops never reaches the firmware.
     bench.deliver(vec![0u8; 10]);
     assert!(bench.sent().is_empty());
-    assert_eq!(bench.fw.counters().frames_ignored, 2);
+    assert_eq!(bench.fw.counters().frames_ignored, 1);
+    assert_eq!(bench.hal.parser_drops, 1);
+    assert_eq!(bench.fw.connections(), 0);
+}
+
+#[test]
+fn a_descriptor_that_does_not_fit_its_frame_is_ignored() {
+    let mut bench = Bench::default();
+    bench.listen(PORT, 8);
+    let syn = Peer::new(40000, PORT, 5).syn();
+    let fits = RxDescriptor::of_frame(&syn).unwrap();
+    let cut = syn[..40].to_vec();
+    bench.deliver_described(fits, cut);
+    let beyond = RxDescriptor {
+        payload_len: 2000,
+        ..fits
+    };
+    bench.deliver_described(beyond, syn.clone());
+    let no_port = RxDescriptor {
+        src_port: 0,
+        ..fits
+    };
+    bench.deliver_described(no_port, syn);
+    assert!(bench.sent().is_empty());
+    assert_eq!(bench.fw.counters().frames_ignored, 3);
     assert_eq!(bench.fw.connections(), 0);
 }

@@ -57,7 +57,7 @@ fn capacity_65536() {
             let ip = [10, 1, (n / 60_000) as u8, 0];
             frame[26..30].copy_from_slice(&ip);
             fix_checksums(&mut frame);
-            hal.rx.push_back(frame);
+            hal.receive(frame);
             if hal.rx.len() == 256 {
                 poll(&mut fw, &mut hal, now);
                 hal.tx.clear();
@@ -83,17 +83,6 @@ fn capacity_65536() {
 }
 
 use iwnic_firmware::Config;
-
-/// Recompute the IPv4 header and TCP checksums after editing addresses.
-fn fix_checksums(frame: &mut [u8]) {
-    use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpPacket};
-    let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
-    ip.fill_checksum();
-    let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    let total = usize::from(ip.total_len());
-    let mut tcp = TcpPacket::new_unchecked(&mut frame[34..14 + total]);
-    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
-}
 
 #[test]
 fn a_full_table_drops_syns_and_refuses_connects() {
@@ -259,10 +248,7 @@ fn a_full_host_queue_defers_input_and_loses_nothing() {
     // Room for three records: requests beyond that wait in the RX queue.
     bench.hal.host_room = 3;
     for peer in &mut peers {
-        bench
-            .hal
-            .rx
-            .push_back(peer.data(&request_v2(OFFER, 1, 1, b"")));
+        bench.hal.receive(peer.data(&request_v2(OFFER, 1, 1, b"")));
     }
     bench.poll();
     assert_eq!(

@@ -86,7 +86,7 @@ impl Pair {
                         continue;
                     }
                     match steer(to, &frame) {
-                        Steer::Firmware => to.hal.rx.push_back(frame),
+                        Steer::Firmware => to.hal.receive(frame),
                         // The datapath's own ACK leaves with the firmware's frames.
                         Steer::Datapath(Some(ack)) => to.hal.tx.push(ack),
                         Steer::Datapath(None) => {}

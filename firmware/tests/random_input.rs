@@ -10,6 +10,7 @@ use common::*;
 use iwnic_firmware::{FlowEvent, FlowEventKind};
 use iwnic_proto::host::{Command, Endpoint, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block};
+use iwnic_proto::net::{RxDescriptor, RX_DESCRIPTOR_LEN};
 use iwnic_proto::smoltcp_wire::TcpControl;
 use proptest::prelude::*;
 
@@ -26,6 +27,9 @@ enum Op {
     Fin(usize),
     Rst(usize),
     RawFrame(Vec<u8>),
+    /// Bytes past the parser with a descriptor of any bytes: nothing the firmware reads
+    /// may be trusted to fit.
+    Described([u8; RX_DESCRIPTOR_LEN], Vec<u8>),
     Listen(u16),
     Unlisten(usize),
     Connect(bool),
@@ -52,6 +56,11 @@ fn op() -> impl Strategy<Value = Op> {
         peer.clone().prop_map(Op::Fin),
         peer.prop_map(Op::Rst),
         proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::RawFrame),
+        (
+            any::<[u8; RX_DESCRIPTOR_LEN]>(),
+            proptest::collection::vec(any::<u8>(), 0..80)
+        )
+            .prop_map(|(d, frame)| Op::Described(d, frame)),
         prop_oneof![Just(PORT), Just(PORT + 1)].prop_map(Op::Listen),
         handle.prop_map(Op::Unlisten),
         any::<bool>().prop_map(Op::Connect),
@@ -211,6 +220,7 @@ impl Run {
             Op::Fin(p) => b.deliver(self.peers[p].fin()),
             Op::Rst(p) => b.deliver(self.peers[p].rst()),
             Op::RawFrame(bytes) => b.deliver(bytes),
+            Op::Described(d, frame) => b.deliver_described(RxDescriptor::from_bytes(&d), frame),
             Op::Listen(port) => {
                 b.command(Command::Listen {
                     local: Endpoint::v4([0; 4], port),

@@ -23,8 +23,17 @@
 //! - `local_ip`: this NIC's IPv4 address (big-endian number), a configuration input held
 //!   steady; frames to other addresses are dropped and counted (`cnt_not_for_us`).
 //! - `net_rx_*` / `net_tx_*`: the network port, whole Ethernet frames without FCS.
-//! - `fw_rx_*` / `fw_tx_*`: the firmware's frame queues. Frames from the firmware leave
-//!   with their IPv4 and TCP checksums filled in (checksum offload).
+//! - `fw_rx_*` / `fw_tx_*`: the firmware's frame queues. Each packet on `fw_rx` is a
+//!   32-byte RX descriptor, four beats with `keep` 0xFF and `last` low, then the
+//!   received frame's raw beats as they arrived (`last` on the frame's last): the
+//!   parser's header fields, so the firmware loads them as aligned little-endian words
+//!   rather than parsing the frame again. Layout (`iwnic_proto::net::RxDescriptor` is
+//!   the reference), byte offsets: 0–3 destination and 4–7 source IPv4 address, first
+//!   octet first; 8–9 destination and 10–11 source port; 12–15 sequence number; 16–19
+//!   acknowledgment field (whatever the ACK flag); 20–21 window; 22 the flags ACK 0x10,
+//!   PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; 24–25 TCP payload length; bytes 23 and
+//!   26–31 zero; numbers little-endian. Frames from the firmware leave with their IPv4
+//!   and TCP checksums filled in (checksum offload).
 //! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
@@ -74,7 +83,8 @@
 //! (two more cycles), and once the delivery of the frame before is done, decides as
 //! the model does and hands the frame to the delivery:
 //!
-//! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware;
+//! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware,
+//!   behind its RX descriptor;
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
 //! - payload at `rcv_nxt` moves `rcv_nxt` and, unless the flow has failed, is replayed
 //!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
@@ -83,7 +93,8 @@
 //!   `mpa_rx`'s good bit; a CRC or length error sets the failed bit and raises an event;
 //! - payload entirely below `rcv_nxt` (a duplicate) or beyond it (out of order, dropped)
 //!   is answered with an ACK, and so is delivered payload;
-//! - FIN (unless the segment was out of order) goes to the firmware after its payload.
+//! - FIN (unless the segment was out of order) goes to the firmware (descriptor and raw
+//!   frame) after its payload.
 //!
 //! **Transmit**: a host ULPDU's first beat makes the controller read the flow's context;
 //! if the flow is in FPDU mode and the FPDU fits the MSS, `snd_nxt` moves by the FPDU's
@@ -101,9 +112,13 @@
 //!
 //! **Delivery**: the replay of a frame's payload into `mpa_rx` (its drain, the flow's
 //! failure written back and its event), its ACK (sent while the payload is replayed)
-//! and its raw frame to the firmware run apart from the controller, which meanwhile looks up and reads the context of the next
-//! frame. The next frame's context may have been read before the delivery failed its
-//! flow: the failure is forwarded into the decision (`fail_forward`).
+//! and its RX descriptor and raw frame to the firmware run apart from the controller,
+//! which meanwhile looks up and reads the context of the next frame. The delivery keeps
+//! its own copy of the descriptor, taken at the hand-over, as it does of the frame's
+//! bank and buffer ends; the frame's first raw beats are read from the buffer while the
+//! descriptor's beats go, so the frame follows them without a gap. The next frame's
+//! context may have been read before the delivery failed its flow: the failure is
+//! forwarded into the decision (`fail_forward`).
 //!
 //! One controller serialises context commands, received frames and host ULPDUs (in that
 //! priority); commands and host ULPDUs wait for the delivery to finish (and for a
@@ -298,7 +313,8 @@ pub enum Control {
     RxCompare,
     /// Writes the context and hands the segment's delivery over.
     RxDecide,
-    /// No flow: waits until the delivery is idle and hands it the raw frame.
+    /// No flow: waits until the delivery is idle and hands it the frame (for the
+    /// firmware: its descriptor and raw frame).
     RxToFirmware,
     /// A host ULPDU: the context is being read.
     TxContext,
@@ -312,7 +328,7 @@ pub enum Control {
 }
 
 /// What the delivery is doing: the segment handed over by the controller, its payload
-/// replayed into `mpa_rx`, its ACK, its raw frame to the firmware.
+/// replayed into `mpa_rx`, its ACK, its RX descriptor and raw frame to the firmware.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum Deliver {
     Idle,
@@ -322,8 +338,12 @@ pub enum Deliver {
     MpaDrain,
     /// Wait for the event register, then raise the flow's error.
     Event,
-    /// Copy the raw frame to the firmware queue.
+    /// To the firmware queue: read the raw frame's beat 0 (and count the frame),
     FirmwareStart,
+    /// offer the four beats of the frame's RX descriptor while the replay reads the
+    /// raw frame's first two beats into its registers behind them,
+    FirmwareDescriptor,
+    /// and copy the raw frame.
     FirmwareCopy,
 }
 
@@ -458,9 +478,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     ctx_macs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_seqs: WriteRegisteredRam<Bits<96>, INDEX_BITS>,
     ctx_misc: WriteRegisteredRam<Bits<MISC_BITS>, INDEX_BITS>,
-    /// Between the raw buffer and the firmware queue: the replay pointer's advance does
-    /// not wait on the queue's ready. (`mpa_rx` takes the payload buffer's output
-    /// register directly: its `in_ready` is a register and its input has a skid.)
+    /// Between the raw buffer (and the RX descriptor) and the firmware queue: the replay
+    /// pointer's advance does not wait on the queue's ready. (`mpa_rx` takes the payload
+    /// buffer's output register directly: its `in_ready` is a register and its input has
+    /// a skid.)
     firmware_slice: SkidBuffer,
     mpa_rx: MpaRxDelineator,
     host_queue: PacketFifo<QUEUE_BITS>,
@@ -576,6 +597,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     d_payload_last_keep: DFF<Bits<8>>,
     d_index: DFF<Bits<16>>,
     d_failed: DFF<Bit>,
+    /// The segment's RX descriptor (`iwnic_proto::net::RxDescriptor`) as its four beats
+    /// go to the firmware queue, without beat 2's and beat 3's high bits (always zero),
+    /// packed at the hand-over from the controller's header fields, which move on with
+    /// the next frame while the delivery runs.
+    d_descriptor0: DFF<Bits<64>>,
+    d_descriptor1: DFF<Bits<64>>,
+    d_descriptor2: DFF<Bits<53>>,
+    d_descriptor3: DFF<Bits<16>>,
     /// The delivered segment's ACK, or a `ctx_op` 3 command's, waits for the segment
     /// builder (it goes while the payload is replayed: its fields are the working copy's,
     /// which stays until the delivery is idle).
@@ -677,6 +706,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// out to every tile of both buffers) starts at flip-flops, not at a state decode.
     at_mpa_feed: DFF<Bit>,
     at_firmware_copy: DFF<Bit>,
+    /// The delivery is in `FirmwareDescriptor` (a flag as the two above: it selects the
+    /// firmware slice's input and joins the replay's read enable).
+    at_firmware_descriptor: DFF<Bit>,
+    /// The descriptor beat offered to the firmware queue, and its data.
+    descriptor_beat: DFF<Bits<2>>,
+    descriptor_data: Signal<Local, Bits<64>>,
+    /// The descriptor's last beat goes to the firmware queue this cycle.
+    descriptor_done: Signal<Local, Bit>,
     /// The frame's last beat goes to its sink this cycle.
     replay_done: Signal<Local, Bit>,
     /// The ULPDU limit of the flow being delivered.
@@ -802,6 +839,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             d_payload_last_keep,
             d_index,
             d_failed,
+            d_descriptor0,
+            d_descriptor1,
+            d_descriptor2,
+            d_descriptor3,
             ack_pending,
             fail_forward,
             at_clear,
@@ -863,6 +904,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             ticks,
             at_mpa_feed,
             at_firmware_copy,
+            at_firmware_descriptor,
+            descriptor_beat,
             lookup_set
         );
         self.parser.clock.next = self.clock.val();
@@ -1218,6 +1261,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // beats are read into the buffers' read latches and output registers (A, B),
         // each holding while the one after it stalls, and go from B to the sink.
         // Beat 0 is read in the start state, so B offers it in the state's second cycle.
+        // Before a raw frame the descriptor goes (FirmwareDescriptor, four cycles at
+        // least): the replay reads on then with no sink taking, filling B and A with
+        // beats 0 and 1, so FirmwareCopy offers beat 0 in its first cycle and the next
+        // beats without a bubble.
         self.replay_sink_ready.next = (self.at_mpa_feed.q.val() & self.mpa_rx.in_ready.val())
             | (self.at_firmware_copy.q.val() & self.firmware_slice.in_ready.val());
         self.replay_b_load.next = !self.replay_b_valid.q.val() | self.replay_sink_ready.val();
@@ -1229,7 +1276,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & (self.at_firmware_copy.q.val()
                 | (self.at_mpa_feed.q.val() & !self.rx_firmware_after.q.val()));
         self.replay_beat.next = self.replay.q.val();
-        self.replay_issue.next = (self.at_mpa_feed.q.val() | self.at_firmware_copy.q.val())
+        self.replay_issue.next = (self.at_mpa_feed.q.val()
+            | self.at_firmware_descriptor.q.val()
+            | self.at_firmware_copy.q.val())
             & !self.replay_read_all.q.val()
             & (!self.replay_a_valid.q.val() | self.replay_b_load.val());
         if (self.deliver.q.val() == Deliver::MpaStart)
@@ -1240,6 +1289,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         }
         self.replay_beat_last.next = self.replay_beat.val() == self.d_payload_last.q.val();
         if (self.deliver.q.val() == Deliver::FirmwareStart)
+            | (self.deliver.q.val() == Deliver::FirmwareDescriptor)
             | (self.deliver.q.val() == Deliver::FirmwareCopy)
         {
             self.replay_beat_last.next = self.replay_beat.val() == self.d_raw_last.q.val();
@@ -1288,9 +1338,32 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.host_rx_index.next = self.host_queue.out_tag.val();
         self.host_queue.out_ready.next = self.host_rx_ready.val();
 
-        // Raw frames into the firmware queue.
+        // Frames into the firmware queue: the RX descriptor's four beats, then the raw
+        // frame, one packet. The two never offer in the same cycle: the descriptor in
+        // FirmwareDescriptor, the replay's B register only in FirmwareCopy (it holds
+        // beat 0 while the descriptor goes).
         // (A frame's last beats may still be in the slice when the controller moves on:
-        // the slice keeps them in order ahead of the next frame's.)
+        // the slice keeps them in order ahead of the next frame's descriptor.)
+        match self.descriptor_beat.q.val().index() {
+            0 => {
+                self.descriptor_data.next = self.d_descriptor0.q.val();
+            }
+            1 => {
+                self.descriptor_data.next = self.d_descriptor1.q.val();
+            }
+            2 => {
+                self.descriptor_data.next = bit_cast::<64, 53>(self.d_descriptor2.q.val());
+            }
+            _ => {
+                self.descriptor_data.next = bit_cast::<64, 16>(self.d_descriptor3.q.val());
+            }
+        }
+        self.descriptor_done.next = self.at_firmware_descriptor.q.val()
+            & self.firmware_slice.in_ready.val()
+            & (self.descriptor_beat.q.val() == 3);
+        if self.at_firmware_descriptor.q.val() & self.firmware_slice.in_ready.val() {
+            self.descriptor_beat.d.next = self.descriptor_beat.q.val() + 1;
+        }
         self.firmware_slice.in_data.next = self.raw.read_data.val();
         self.firmware_slice.in_keep.next = 0xFF.into();
         if self.replay_b_last.q.val() {
@@ -1299,6 +1372,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.firmware_slice.in_last.next = self.replay_b_last.q.val();
         self.firmware_slice.in_valid.next =
             self.replay_b_valid.q.val() & self.at_firmware_copy.q.val();
+        if self.at_firmware_descriptor.q.val() {
+            self.firmware_slice.in_data.next = self.descriptor_data.val();
+            self.firmware_slice.in_keep.next = 0xFF.into();
+            self.firmware_slice.in_last.next = false;
+            self.firmware_slice.in_valid.next = true;
+        }
         self.firmware_queue.in_data.next = self.firmware_slice.out_data.val();
         self.firmware_queue.in_keep.next = self.firmware_slice.out_keep.val();
         self.firmware_queue.in_last.next = self.firmware_slice.out_last.val();
@@ -1653,6 +1732,24 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.d_payload_last_keep.d.next = self.w_payload_last_keep.q.val();
             self.d_index.d.next = self.ctx_addr.q.val();
             self.d_failed.d.next = false;
+            // The RX descriptor's beats: the addresses' bytes swapped (they are
+            // big-endian numbers and go first octet first), the other numbers as they
+            // are (little-endian in the beat's lanes).
+            self.d_descriptor0.d.next = bit_cast::<64, 8>(self.w_dst_ip.q.val().get_bits::<8>(24))
+                | (bit_cast::<64, 8>(self.w_dst_ip.q.val().get_bits::<8>(16)) << 8)
+                | (bit_cast::<64, 8>(self.w_dst_ip.q.val().get_bits::<8>(8)) << 16)
+                | (bit_cast::<64, 8>(self.w_dst_ip.q.val().get_bits::<8>(0)) << 24)
+                | (bit_cast::<64, 8>(self.w_src_ip.q.val().get_bits::<8>(24)) << 32)
+                | (bit_cast::<64, 8>(self.w_src_ip.q.val().get_bits::<8>(16)) << 40)
+                | (bit_cast::<64, 8>(self.w_src_ip.q.val().get_bits::<8>(8)) << 48)
+                | (bit_cast::<64, 8>(self.w_src_ip.q.val().get_bits::<8>(0)) << 56);
+            self.d_descriptor1.d.next = (bit_cast::<64, 32>(self.w_seq.q.val()) << 32)
+                | (bit_cast::<64, 16>(self.w_src_port.q.val()) << 16)
+                | bit_cast::<64, 16>(self.w_dst_port.q.val());
+            self.d_descriptor2.d.next = (bit_cast::<53, 5>(self.w_seg_flags.q.val()) << 48)
+                | (bit_cast::<53, 16>(self.w_window.q.val()) << 32)
+                | bit_cast::<53, 32>(self.w_ack.q.val());
+            self.d_descriptor3.d.next = self.w_payload_len.q.val();
         }
 
         // ---- The delivery ----
@@ -1702,7 +1799,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             }
             Deliver::FirmwareStart => {
                 self.to_firmware.increment.next = true;
-                self.deliver.d.next = Deliver::FirmwareCopy;
+                self.descriptor_beat.d.next = 0.into();
+                self.deliver.d.next = Deliver::FirmwareDescriptor;
+            }
+            Deliver::FirmwareDescriptor => {
+                if self.descriptor_done.val() {
+                    self.deliver.d.next = Deliver::FirmwareCopy;
+                }
             }
             Deliver::FirmwareCopy => {
                 if self.replay_done.val() {
@@ -1868,8 +1971,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.at_mpa_feed.d.next = !self.reset.val()
             & ((self.deliver.q.val() == Deliver::MpaStart)
                 | (self.at_mpa_feed.q.val() & !self.replay_done.val()));
-        self.at_firmware_copy.d.next = !self.reset.val()
+        self.at_firmware_descriptor.d.next = !self.reset.val()
             & ((self.deliver.q.val() == Deliver::FirmwareStart)
+                | (self.at_firmware_descriptor.q.val() & !self.descriptor_done.val()));
+        self.at_firmware_copy.d.next = !self.reset.val()
+            & (self.descriptor_done.val()
                 | (self.at_firmware_copy.q.val() & !self.replay_done.val()));
         self.at_rx_mpa_drain.d.next = !self.reset.val()
             & ((self.at_mpa_feed.q.val() & self.replay_done.val())

@@ -290,6 +290,20 @@ fn scan_options(mut options: &[u8]) -> core::result::Result<(Option<u16>, Option
     Ok((mss, ws))
 }
 
+/// The control a segment's flags give, as smoltcp reads them: one of SYN, FIN, RST (PSH
+/// ignored beside it), else PSH or nothing; two of SYN, FIN and RST are refused.
+#[inline]
+fn control_of(flags: u8) -> core::result::Result<TcpControl, FrameError> {
+    Ok(match (flags & (SYN | FIN | RST), flags & PSH != 0) {
+        (0, false) => TcpControl::None,
+        (0, true) => TcpControl::Psh,
+        (SYN, _) => TcpControl::Syn,
+        (FIN, _) => TcpControl::Fin,
+        (RST, _) => TcpControl::Rst,
+        _ => return Err(FrameError::Malformed),
+    })
+}
+
 impl<'a> TcpSegment<'a> {
     /// Inlined, so the segment is built where the caller keeps it, not copied there.
     #[inline]
@@ -307,15 +321,7 @@ impl<'a> TcpSegment<'a> {
             return Err(FrameError::Malformed);
         }
         let flags = h[13];
-        // As smoltcp: one of SYN, FIN, RST (PSH ignored beside it), else PSH or nothing.
-        let control = match (flags & (SYN | FIN | RST), flags & PSH != 0) {
-            (0, false) => TcpControl::None,
-            (0, true) => TcpControl::Psh,
-            (SYN, _) => TcpControl::Syn,
-            (FIN, _) => TcpControl::Fin,
-            (RST, _) => TcpControl::Rst,
-            _ => return Err(FrameError::Malformed),
-        };
+        let control = control_of(flags)?;
         // Only SYNs carry options here; the other segments skip the call.
         let (max_seg_size, window_scale) = match located.tcp_header_len {
             TCP_HEADER_LEN => (None, None),
@@ -338,10 +344,180 @@ impl<'a> TcpSegment<'a> {
         })
     }
 
+    /// The segment of a frame the datapath steered to the firmware, read from its
+    /// [`RxDescriptor`]: the header fields as the datapath read them, the payload (and a
+    /// SYN's options) where they lie in the frame. It checks what the datapath leaves to
+    /// software — zero ports, flag combinations, options — and the checksums if
+    /// `checksums` says they are ours. A descriptor that does not fit its frame gets
+    /// [`FrameError::Malformed`], never a read out of bounds. For a frame the datapath
+    /// accepts it gives what [`TcpSegment::parse`] gives (a property test holds them).
+    #[inline]
+    pub fn from_descriptor(
+        d: &'a RxDescriptor,
+        frame: &'a [u8],
+        checksums: Checksums,
+    ) -> core::result::Result<TcpSegment<'a>, FrameError> {
+        use FrameError::{BadChecksum, Malformed};
+        let (eth, packet) = frame
+            .split_first_chunk::<ETHERNET_HEADER_LEN>()
+            .ok_or(Malformed)?;
+        let ip = packet.first_chunk::<IPV4_HEADER_LEN>().ok_or(Malformed)?;
+        let ip_header_len = usize::from(ip[0] & 0x0F) * 4;
+        let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let ip_packet = packet.get(..total_len).ok_or(Malformed)?;
+        let tcp = ip_packet.get(ip_header_len..).ok_or(Malformed)?;
+        let payload_at = tcp
+            .len()
+            .checked_sub(usize::from(d.payload_len))
+            .filter(|&at| at >= TCP_HEADER_LEN)
+            .ok_or(Malformed)?;
+        if checksums == Checksums::Software {
+            let (src, dst) = (
+                IpAddress::Ipv4(Ipv4Address::from(d.src_ip)),
+                IpAddress::Ipv4(Ipv4Address::from(d.dst_ip)),
+            );
+            if ip_header_len < IPV4_HEADER_LEN
+                || !Ipv4Packet::new_unchecked(ip_packet).verify_checksum()
+                || !TcpPacket::new_unchecked(tcp).verify_checksum(&src, &dst)
+            {
+                return Err(BadChecksum);
+            }
+        }
+        if d.src_port == 0 || d.dst_port == 0 {
+            return Err(Malformed);
+        }
+        let (max_seg_size, window_scale) = match payload_at {
+            TCP_HEADER_LEN => (None, None),
+            end => scan_options(&tcp[TCP_HEADER_LEN..end]).map_err(|_| Malformed)?,
+        };
+        Ok(TcpSegment {
+            src_mac: field(eth, 6)?,
+            src_ip: &d.src_ip,
+            dst_ip: &d.dst_ip,
+            src_port: d.src_port,
+            dst_port: d.dst_port,
+            seq: d.seq,
+            ack: (d.flags & ACK != 0).then_some(d.ack),
+            control: control_of(d.flags)?,
+            window: d.window,
+            max_seg_size,
+            window_scale,
+            payload: &tcp[payload_at..],
+        })
+    }
+
     /// Sequence space the segment takes: payload, plus one for SYN or FIN.
     pub fn segment_len(&self) -> u32 {
         self.payload.len() as u32
             + u32::from(matches!(self.control, TcpControl::Syn | TcpControl::Fin))
+    }
+}
+
+/// Bytes of an [`RxDescriptor`] ahead of its frame in the firmware RX queue: four beats
+/// of the datapath's 64-bit stream.
+pub const RX_DESCRIPTOR_LEN: usize = 32;
+
+/// What the datapath's parser puts ahead of every frame it steers to the firmware: the
+/// TCP header's fields as little-endian numbers at aligned places, so the firmware reads
+/// each with one load rather than assemble it from the frame's big-endian bytes (header
+/// parsing is the datapath's work in DESIGN.md's partition). The datapath steers only
+/// frames its parser accepted: Ethernet II, unfragmented IPv4, TCP, lengths consistent,
+/// both checksums good, for this NIC's address.
+///
+/// Layout, byte offsets:
+///
+/// | bytes | field |
+/// |---|---|
+/// | 0–3 | destination IPv4 address, first octet first (as on the wire) |
+/// | 4–7 | source IPv4 address, first octet first |
+/// | 8–9, 10–11 | destination port, source port |
+/// | 12–15, 16–19 | sequence number, acknowledgment field (whatever the ACK flag says) |
+/// | 20–21 | window, unscaled |
+/// | 22 | the header's low five flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01 |
+/// | 23 | zero |
+/// | 24–25 | TCP payload bytes |
+/// | 26–31 | zero |
+///
+/// Addresses first, destination before source: the first three words are the
+/// connection's 4-tuple as the firmware keys it (local address, remote address, ports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxDescriptor {
+    pub dst_ip: [u8; 4],
+    pub src_ip: [u8; 4],
+    pub dst_port: u16,
+    pub src_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub window: u16,
+    pub flags: u8,
+    pub payload_len: u16,
+}
+
+impl RxDescriptor {
+    /// All fields zero: an empty queue slot's.
+    pub const ZERO: RxDescriptor = RxDescriptor {
+        dst_ip: [0; 4],
+        src_ip: [0; 4],
+        dst_port: 0,
+        src_port: 0,
+        seq: 0,
+        ack: 0,
+        window: 0,
+        flags: 0,
+        payload_len: 0,
+    };
+
+    /// The descriptor the datapath writes for `frame`, or why its parser drops it (the
+    /// checksums verified). The reference the datapath is held to.
+    pub fn of_frame(frame: &[u8]) -> core::result::Result<RxDescriptor, FrameError> {
+        let located = locate_tcp(frame, Checksums::Software)?;
+        let h = located.tcp_header;
+        let be16 = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        Ok(RxDescriptor {
+            dst_ip: *located.dst_ip,
+            src_ip: *located.src_ip,
+            dst_port: be16(2),
+            src_port: be16(0),
+            seq: be32(4),
+            ack: be32(8),
+            window: be16(14),
+            flags: h[13] & (FIN | SYN | RST | PSH | ACK),
+            payload_len: (located.tcp.len() - located.tcp_header_len) as u16,
+        })
+    }
+
+    pub fn from_bytes(bytes: &[u8; RX_DESCRIPTOR_LEN]) -> RxDescriptor {
+        let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+        let le32 = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let ip = |at: usize| [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+        RxDescriptor {
+            dst_ip: ip(0),
+            src_ip: ip(4),
+            dst_port: le16(8),
+            src_port: le16(10),
+            seq: le32(12),
+            ack: le32(16),
+            window: le16(20),
+            flags: bytes[22],
+            payload_len: le16(24),
+        }
+    }
+
+    pub fn to_bytes(&self) -> [u8; RX_DESCRIPTOR_LEN] {
+        let mut b = [0; RX_DESCRIPTOR_LEN];
+        b[0..4].copy_from_slice(&self.dst_ip);
+        b[4..8].copy_from_slice(&self.src_ip);
+        b[8..10].copy_from_slice(&self.dst_port.to_le_bytes());
+        b[10..12].copy_from_slice(&self.src_port.to_le_bytes());
+        b[12..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..20].copy_from_slice(&self.ack.to_le_bytes());
+        b[20..22].copy_from_slice(&self.window.to_le_bytes());
+        b[22] = self.flags;
+        b[24..26].copy_from_slice(&self.payload_len.to_le_bytes());
+        b
     }
 }
 

@@ -422,7 +422,7 @@ fn tcp_frame() -> impl Strategy<Value = TcpFrameRepr<'static>> {
 
 mod fast_path {
     use super::*;
-    use iwnic_proto::net::{Checksums, SegmentOut, TcpSegment};
+    use iwnic_proto::net::{Checksums, RxDescriptor, SegmentOut, TcpSegment, RX_DESCRIPTOR_LEN};
 
     fn out_of(repr: &TcpFrameRepr) -> SegmentOut {
         SegmentOut {
@@ -483,6 +483,48 @@ mod fast_path {
             let fast = TcpSegment::parse(&frame, Checksums::Offloaded).map(|s| (s.max_seg_size, s.window_scale));
             let full = TcpFrameRepr::parse_with(&frame, Checksums::Offloaded).map(|r| (r.tcp.max_seg_size, r.tcp.window_scale));
             prop_assert_eq!(fast, full);
+        }
+
+        /// The descriptor the datapath puts ahead of a frame it accepts survives its bytes,
+        /// and the firmware reads from it the segment the frame's own parse gives; a frame
+        /// the datapath drops is one the parse refuses for the same reason.
+        #[test]
+        fn a_descriptor_reads_as_its_frame(flips in proptest::collection::vec((0usize..120, any::<u8>()), 0..3), base in tcp_frame(), payload in bytes(80), with_options in any::<bool>()) {
+            let mut base = base;
+            base.tcp.payload = &payload;
+            if with_options {
+                base.tcp.max_seg_size.get_or_insert(1460);
+            }
+            let mut frame = vec![0u8; base.buffer_len()];
+            base.emit(&mut frame).unwrap();
+            for (at, v) in flips {
+                if let Some(b) = frame.get_mut(at) { *b = v; }
+            }
+            match RxDescriptor::of_frame(&frame) {
+                Ok(d) => {
+                    prop_assert_eq!(RxDescriptor::from_bytes(&d.to_bytes()), d);
+                    for checksums in [Checksums::Software, Checksums::Offloaded] {
+                        prop_assert_eq!(TcpSegment::from_descriptor(&d, &frame, checksums), TcpSegment::parse(&frame, checksums));
+                    }
+                }
+                Err(dropped) => prop_assert_eq!(TcpSegment::parse(&frame, Checksums::Software), Err(dropped)),
+            }
+        }
+
+        /// Whatever the descriptor and the frame, reading them refuses or succeeds: no
+        /// index beyond the frame, no panic.
+        #[test]
+        fn any_descriptor_with_any_frame_is_read_safely(descriptor in any::<[u8; RX_DESCRIPTOR_LEN]>(), frame in bytes(120), base in tcp_frame()) {
+            let mut valid = vec![0u8; base.buffer_len()];
+            base.emit(&mut valid).unwrap();
+            let d = RxDescriptor::from_bytes(&descriptor);
+            for bytes in [&frame[..], &valid[..]] {
+                for checksums in [Checksums::Software, Checksums::Offloaded] {
+                    if let Ok(seg) = TcpSegment::from_descriptor(&d, bytes, checksums) {
+                        prop_assert_eq!(seg.payload.len(), usize::from(d.payload_len));
+                    }
+                }
+            }
         }
 
         #[test]

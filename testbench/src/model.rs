@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
-use iwnic_proto::net::{Checksums, FrameError, SegmentOut, TcpSegment};
+use iwnic_proto::net::{Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment};
 use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpControl, TcpPacket};
 
 use crate::engine::{DatapathCounters, Engine};
@@ -69,6 +69,17 @@ impl ModelDatapath {
     fn send(&mut self, frame: Vec<u8>) {
         self.counters.frames_out += 1;
         self.to_network.push_back(frame);
+    }
+
+    /// Queue a frame the parser accepted for the firmware, behind its descriptor.
+    fn steer_to_firmware(&mut self, frame: &[u8]) {
+        let Ok(descriptor) = RxDescriptor::of_frame(frame) else {
+            return; // not reached: the frame parsed with its checksums checked
+        };
+        self.counters.to_firmware += 1;
+        let mut packet = descriptor.to_bytes().to_vec();
+        packet.extend_from_slice(frame);
+        self.to_firmware.push_back(packet);
     }
 
     /// A segment of flow `index` from its current sequence numbers.
@@ -179,15 +190,13 @@ impl Engine for ModelDatapath {
             remote_port: seg.src_port,
         };
         let Some(&index) = self.by_tuple.get(&tuple) else {
-            self.counters.to_firmware += 1;
-            return self.to_firmware.push_back(frame.to_vec());
+            return self.steer_to_firmware(frame);
         };
         let Some(flow) = self.flows.get_mut(&index) else {
             return;
         };
         if flow.ctx.rtr_expected || seg.control == TcpControl::Rst {
-            self.counters.to_firmware += 1;
-            return self.to_firmware.push_back(frame.to_vec());
+            return self.steer_to_firmware(frame);
         }
         if let Some(ack) = seg.ack {
             let ctx = &mut flow.ctx;
@@ -216,8 +225,7 @@ impl Engine for ModelDatapath {
             }
         }
         if seg.control == TcpControl::Fin {
-            self.counters.to_firmware += 1;
-            self.to_firmware.push_back(frame.to_vec());
+            self.steer_to_firmware(frame);
         }
     }
 

@@ -7,6 +7,7 @@ use iwnic_firmware::{
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
+use iwnic_proto::net::{RxDescriptor, RX_DESCRIPTOR_LEN};
 use smoltcp::time::{Duration, Instant};
 
 use crate::engine::Engine;
@@ -37,7 +38,8 @@ struct NicPort<'a, E: Engine> {
 /// link hand out copies; a board's queues are read in place).
 #[derive(Default)]
 struct InputHeads {
-    frame: Option<Vec<u8>>,
+    /// The head of the firmware RX queue: the datapath's descriptor and the frame.
+    frame: Option<(RxDescriptor, Vec<u8>)>,
     command: RecordBuffer,
     command_len: Option<usize>,
 }
@@ -54,11 +56,26 @@ impl<'a, E: Engine> Hal for NicHal<'a, E> {
     fn nic(&mut self) -> &mut NicPort<'a, E> {
         &mut self.port
     }
-    fn next_frame(&mut self) -> (Option<&[u8]>, &mut NicPort<'a, E>) {
+    fn next_frame(&mut self) -> (Option<(&RxDescriptor, &[u8])>, &mut NicPort<'a, E>) {
         if self.inputs.frame.is_none() {
-            self.inputs.frame = self.port.engine.firmware_receive();
+            self.inputs.frame = self.port.engine.firmware_receive().map(|packet| {
+                // Every packet starts with its descriptor. One too short for it (the
+                // datapath's fault) goes on with an all-zero descriptor, which the
+                // firmware ignores and counts (port 0), so it shows.
+                match packet.split_first_chunk::<RX_DESCRIPTOR_LEN>() {
+                    Some((descriptor, frame)) => {
+                        (RxDescriptor::from_bytes(descriptor), frame.to_vec())
+                    }
+                    None => (RxDescriptor::ZERO, packet),
+                }
+            });
         }
-        (self.inputs.frame.as_deref(), &mut self.port)
+        let head = self
+            .inputs
+            .frame
+            .as_ref()
+            .map(|(d, frame)| (d, frame.as_slice()));
+        (head, &mut self.port)
     }
     fn pop_frame(&mut self) {
         self.inputs.frame = None;

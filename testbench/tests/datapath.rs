@@ -116,7 +116,7 @@ struct Outcome {
 impl fmt::Debug for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let net: Vec<String> = self.net.iter().map(|fr| frame_summary(fr)).collect();
-        let fw: Vec<String> = self.firmware.iter().map(|fr| frame_summary(fr)).collect();
+        let fw: Vec<String> = self.firmware.iter().map(|p| firmware_summary(p)).collect();
         let host: Vec<(u16, usize)> = self.host.iter().map(|(i, u)| (*i, u.len())).collect();
         f.debug_struct("Outcome")
             .field("net", &net)
@@ -253,8 +253,9 @@ fn first_difference(ops: &[Op], model: &[Outcome], hdl: &[Outcome]) -> Option<(u
         }
     }
     if m.firmware != h.firmware {
-        text += &format!("  firmware frames: model {:?}\n", summaries(&m.firmware));
-        text += &format!("                   hdl   {:?}\n", summaries(&h.firmware));
+        let summaries = |v: &[Vec<u8>]| v.iter().map(|p| firmware_summary(p)).collect::<Vec<_>>();
+        text += &format!("  firmware packets: model {:?}\n", summaries(&m.firmware));
+        text += &format!("                    hdl   {:?}\n", summaries(&h.firmware));
     }
     if m.host != h.host {
         let lens = |v: &[(u16, Vec<u8>)]| v.iter().map(|(i, u)| (*i, u.len())).collect::<Vec<_>>();
@@ -277,6 +278,20 @@ fn first_difference(ops: &[Op], model: &[Outcome], hdl: &[Outcome]) -> Option<(u
         );
     }
     Some((i, text))
+}
+
+/// A firmware RX packet: its frame, and its descriptor if it is not the one the frame's
+/// parse gives.
+fn firmware_summary(packet: &[u8]) -> String {
+    use iwnic_proto::net::{RxDescriptor, RX_DESCRIPTOR_LEN};
+    let Some((descriptor, frame)) = packet.split_first_chunk::<RX_DESCRIPTOR_LEN>() else {
+        return format!("{} B, shorter than a descriptor", packet.len());
+    };
+    let descriptor = RxDescriptor::from_bytes(descriptor);
+    match RxDescriptor::of_frame(frame) {
+        Ok(parsed) if parsed == descriptor => frame_summary(frame),
+        _ => format!("{} with descriptor {descriptor:?}", frame_summary(frame)),
+    }
 }
 
 fn summaries(frames: &[Vec<u8>]) -> Vec<String> {

@@ -6,7 +6,7 @@ use iwnic_proto::host::{
     Command, CommandRecord, Endpoint, EventKind, Record, RecordBuffer, MAX_RECORD_LEN,
 };
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
-use iwnic_proto::net::{Checksums, TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::net::{Checksums, RxDescriptor, TcpFrameRepr, DEFAULT_TTL};
 use iwnic_proto::WordAligned;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
@@ -48,6 +48,31 @@ impl<const SIZE: usize> Slot for [u8; SIZE] {
 
 impl<const SIZE: usize> Slot for WordAligned<SIZE> {
     const EMPTY: Self = WordAligned::ZERO;
+}
+
+/// A firmware RX queue slot: the descriptor the datapath wrote, then the frame.
+struct RxSlot {
+    descriptor: RxDescriptor,
+    frame: WordAligned<FRAME>,
+}
+
+impl AsRef<[u8]> for RxSlot {
+    fn as_ref(&self) -> &[u8] {
+        &self.frame.0
+    }
+}
+
+impl AsMut<[u8]> for RxSlot {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.frame.0
+    }
+}
+
+impl Slot for RxSlot {
+    const EMPTY: Self = RxSlot {
+        descriptor: RxDescriptor::ZERO,
+        frame: WordAligned::ZERO,
+    };
 }
 
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
@@ -133,7 +158,7 @@ impl<const SLOTS: usize, S: Slot> Ring<SLOTS, S> {
 /// A NIC made of fixed in-memory queues and a small flow table.
 #[derive(Default)]
 pub struct MemoryNic {
-    rx: Ring<2, WordAligned<FRAME>>,
+    rx: Ring<2, RxSlot>,
     commands: Ring<2, RecordBuffer>,
     out: MemoryOut,
 }
@@ -155,8 +180,11 @@ impl Hal for MemoryNic {
     fn nic(&mut self) -> &mut MemoryOut {
         &mut self.out
     }
-    fn next_frame(&mut self) -> (Option<&[u8]>, &mut MemoryOut) {
-        let frame = self.rx.head().and_then(|(slot, len)| slot.0.get(..len));
+    fn next_frame(&mut self) -> (Option<(&RxDescriptor, &[u8])>, &mut MemoryOut) {
+        let frame = self
+            .rx
+            .head()
+            .and_then(|(slot, len)| Some((&slot.descriptor, slot.frame.0.get(..len)?)));
         (frame, &mut self.out)
     }
     fn pop_frame(&mut self) {
@@ -209,8 +237,8 @@ impl Nic for MemoryOut {
 
 /// The initiator's side of one connection.
 struct Initiator {
-    /// What the NIC's checksums look like on the wire here: with offload, the datapath
-    /// (absent in this scenario) would have filled them.
+    /// What the NIC's frames carry: with offload, zero checksums for the datapath
+    /// (absent in this scenario) to fill.
     checksums: Checksums,
     port: u16,
     snd_nxt: u32,
@@ -249,13 +277,16 @@ impl Initiator {
                 payload,
             },
         };
+        // With its checksums, as on the wire: the datapath checks them and writes the
+        // descriptor (outside the measured polls, as it is not the firmware's work).
         let mut frame = [0u8; FRAME];
-        let len = repr
-            .emit_with(&mut frame, self.checksums)
-            .map_err(|_| "emit")?;
+        let len = repr.emit(&mut frame).map_err(|_| "emit")?;
+        let descriptor =
+            RxDescriptor::of_frame(&frame[..len]).map_err(|_| "the datapath drops the frame")?;
         self.snd_nxt = self
             .snd_nxt
             .wrapping_add(payload.len() as u32 + u32::from(syn));
+        nic.rx.next_slot().descriptor = descriptor;
         expect(nic.rx.push(&frame[..len]), "the NIC's RX queue is full")
     }
 

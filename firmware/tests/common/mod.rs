@@ -13,7 +13,7 @@ use iwnic_proto::host::{
     Command, CommandRecord, Completion, Endpoint, EventKind, Record, RecordBuffer, MAX_RECORD_LEN,
 };
 use iwnic_proto::mpa::{FrameKind, FrameRepr, RtrTypes, V2Block};
-use iwnic_proto::net::{Checksums, SegmentOut, TcpFrameRepr, DEFAULT_TTL};
+use iwnic_proto::net::{Checksums, RxDescriptor, SegmentOut, TcpFrameRepr, DEFAULT_TTL};
 use iwnic_proto::smoltcp_wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 use smoltcp::time::Instant;
 
@@ -38,7 +38,11 @@ pub fn config() -> Config {
 /// and (through `Deref`) the [`ScriptedNic`] the firmware acts on.
 #[derive(Default)]
 pub struct ScriptedHal {
-    pub rx: VecDeque<Vec<u8>>,
+    /// The firmware RX queue: frames with the descriptor the datapath wrote.
+    pub rx: VecDeque<(RxDescriptor, Vec<u8>)>,
+    /// Frames the datapath's parser dropped before the queue (malformed, not TCP, a
+    /// checksum wrong).
+    pub parser_drops: usize,
     pub commands: VecDeque<Vec<u8>>,
     /// The head command, in a record slot as the firmware reads it in place.
     command_slot: Box<RecordBuffer>,
@@ -52,6 +56,15 @@ impl ScriptedHal {
         let mut hal = ScriptedHal::default();
         hal.nic.host_room = host_room;
         hal
+    }
+
+    /// A frame from the network that the datapath steers to the firmware: its parser
+    /// writes the descriptor, or drops the frame.
+    pub fn receive(&mut self, frame: Vec<u8>) {
+        match RxDescriptor::of_frame(&frame) {
+            Ok(descriptor) => self.rx.push_back((descriptor, frame)),
+            Err(_) => self.parser_drops += 1,
+        }
     }
 }
 
@@ -92,8 +105,9 @@ impl Hal for ScriptedHal {
     fn nic(&mut self) -> &mut ScriptedNic {
         &mut self.nic
     }
-    fn next_frame(&mut self) -> (Option<&[u8]>, &mut ScriptedNic) {
-        (self.rx.front().map(Vec::as_slice), &mut self.nic)
+    fn next_frame(&mut self) -> (Option<(&RxDescriptor, &[u8])>, &mut ScriptedNic) {
+        let head = self.rx.front().map(|(d, frame)| (d, frame.as_slice()));
+        (head, &mut self.nic)
     }
     fn pop_frame(&mut self) {
         self.rx.pop_front();
@@ -335,9 +349,15 @@ impl Bench {
         tag
     }
 
-    /// Deliver a frame and poll.
+    /// Deliver a frame with the descriptor given, past the datapath's parser, and poll.
+    pub fn deliver_described(&mut self, descriptor: RxDescriptor, frame: Vec<u8>) {
+        self.hal.rx.push_back((descriptor, frame));
+        self.poll();
+    }
+
+    /// Deliver a frame through the datapath's parser and poll.
     pub fn deliver(&mut self, frame: Vec<u8>) {
-        self.hal.rx.push_back(frame);
+        self.hal.receive(frame);
         self.poll();
     }
 
@@ -624,4 +644,15 @@ pub fn active_until_request(
     assert_eq!(kinds(&segs), ["ACK", "DATA"]);
     peer.saw_all(&segs);
     (peer, conn, segs[1].payload.clone())
+}
+
+/// Recompute the IPv4 header and TCP checksums after editing addresses.
+pub fn fix_checksums(frame: &mut [u8]) {
+    use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpPacket};
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
+    ip.fill_checksum();
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let total = usize::from(ip.total_len());
+    let mut tcp = TcpPacket::new_unchecked(&mut frame[34..14 + total]);
+    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
 }

@@ -1,14 +1,16 @@
 //! `nic_top` on a directed scenario, RustHDL and Verilator in lock step: a flow written
 //! through the register window, FPDUs received (delivered, acknowledged), a ULPDU sent,
 //! a frame of an unknown flow to the firmware, a corrupted FPDU (event, flow failed),
-//! the context read back and removed. The testbench's conformance suite holds the top
-//! to the behavioural model on random sequences; this is the block's own check.
+//! the context read back and removed; frames to the firmware behind their RX descriptors
+//! (FIN after payload, after a failed FPDU, RST). The testbench's conformance suite
+//! holds the top to the behavioural model on random sequences; this is the block's own
+//! check.
 
 use std::collections::VecDeque;
 
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_proto::fpdu::FpduRepr;
-use iwnic_proto::net::{Checksums, SegmentOut};
+use iwnic_proto::net::{Checksums, RxDescriptor, SegmentOut};
 use iwnic_proto::smoltcp_wire::TcpControl;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -79,6 +81,7 @@ enum Op {
 #[derive(Default)]
 struct Seen {
     to_network: Vec<Vec<u8>>,
+    /// Firmware queue packets: an RX descriptor and a frame each (`to_firmware`).
     to_firmware: Vec<Vec<u8>>,
     to_host: Vec<(u16, Vec<u8>)>,
     events: Vec<(u16, bool)>,
@@ -243,6 +246,12 @@ impl Bench<Inputs, Outputs> for Scenario {
         }
         if out.fw_rx_valid == 1 && inputs.fw_rx_ready == 1 {
             let b = beat(out.fw_rx_data, out.fw_rx_keep, out.fw_rx_last);
+            // Whole beats but the last: the descriptor is four beats, and the frame
+            // starts on a beat of its own.
+            assert!(
+                b.last || b.keep == 0xFF,
+                "a short beat inside a firmware packet"
+            );
             self.fw_frame.extend(kept_bytes(&b));
             if b.last {
                 self.seen
@@ -302,6 +311,13 @@ fn segment(inbound: bool, control: TcpControl, seq: u32, ack: u32, payload: &[u8
     let len = seg.emit(payload, &mut frame, Checksums::Software).unwrap();
     frame.truncate(len);
     frame
+}
+
+/// The packet the firmware queue carries for `frame`: its RX descriptor, then the frame.
+fn to_firmware(frame: &[u8]) -> Vec<u8> {
+    let mut packet = RxDescriptor::of_frame(frame).unwrap().to_bytes().to_vec();
+    packet.extend_from_slice(frame);
+    packet
 }
 
 fn fpdus(ulpdus: &[&[u8]]) -> Vec<u8> {
@@ -375,7 +391,7 @@ fn a_flow_end_to_end() {
             segment(false, TcpControl::None, snd_after, rcv_failed, &[]),
         ]
     );
-    assert_eq!(seen.to_firmware, vec![unknown_syn]);
+    assert_eq!(seen.to_firmware, vec![to_firmware(&unknown_syn)]);
     assert_eq!(seen.events, vec![(INDEX, true)]);
     assert_eq!(
         seen.commands,
@@ -545,7 +561,7 @@ fn back_to_back(stall_probability: f64) {
         )));
         let syn = segment_with_port(2000u16.wrapping_add(seq as u16));
         ops.push(Op::Frame(syn.clone()));
-        expected_firmware.push(syn);
+        expected_firmware.push(to_firmware(&syn));
         seq = seq.wrapping_add(payload.len() as u32);
         expected_frames.push(segment(false, TcpControl::None, ISS, seq, &[]));
     }
@@ -564,4 +580,71 @@ fn back_to_back(stall_probability: f64) {
     assert_eq!(seen.to_host, delivered);
     assert_eq!(seen.to_network, expected_frames);
     assert_eq!(seen.to_firmware, expected_firmware);
+}
+
+/// Frames of a flow to the firmware, each behind its own descriptor: a FIN after its
+/// delivered payload (the next frame, a SYN of no flow, arrives back to back and is
+/// looked up while the FIN's payload is replayed, so the controller's header fields have
+/// moved on when the FIN goes to the firmware), a FIN after a corrupted FPDU (after the
+/// event), and an RST.
+#[test]
+fn frames_to_the_firmware_carry_their_own_descriptors() {
+    frames_to_the_firmware(0.0);
+}
+
+#[test]
+fn frames_to_the_firmware_with_stalled_outputs() {
+    frames_to_the_firmware(0.6);
+}
+
+fn frames_to_the_firmware(stall_probability: f64) {
+    const ISS: u32 = 3_000;
+    const IRS: u32 = 0xFFFF_FF00;
+    let ctx = Context {
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: false,
+    };
+    let ulpdu: Vec<u8> = (0..200u8).collect();
+    let data = fpdus(&[&ulpdu]);
+    let fin = segment(true, TcpControl::Fin, IRS, ISS, &data);
+    let syn = segment_with_port(4321);
+    let rcv_after = IRS.wrapping_add(data.len() as u32);
+    let mut corrupt = fpdus(&[b"corrupted"]);
+    corrupt[7] ^= 0x40;
+    let failed_fin = segment(true, TcpControl::Fin, rcv_after, ISS, &corrupt);
+    let rcv_failed = rcv_after.wrapping_add(corrupt.len() as u32);
+    let rst = segment(true, TcpControl::Rst, rcv_failed, ISS, &[]);
+    let seen = run_stalled(
+        vec![
+            Op::Command(0, ctx),
+            Op::Frame(fin.clone()),
+            Op::Frame(syn.clone()),
+            Op::Idle(300),
+            Op::Frame(failed_fin.clone()),
+            Op::Idle(300),
+            Op::Frame(rst.clone()),
+            Op::Idle(300),
+        ],
+        stall_probability,
+    );
+    assert_eq!(
+        seen.to_firmware,
+        vec![
+            to_firmware(&fin),
+            to_firmware(&syn),
+            to_firmware(&failed_fin),
+            to_firmware(&rst),
+        ]
+    );
+    assert_eq!(seen.to_host, vec![(INDEX, ulpdu)]);
+    assert_eq!(seen.events, vec![(INDEX, true)]);
+    assert_eq!(
+        seen.to_network,
+        vec![
+            segment(false, TcpControl::None, ISS, rcv_after, &[]),
+            segment(false, TcpControl::None, ISS, rcv_failed, &[]),
+        ]
+    );
+    assert_eq!(seen.counters.cnt_to_firmware, 4);
 }
