@@ -11,8 +11,10 @@ pub struct Config {
     /// Where frames to peers go until a peer's own address is learned from its SYN or
     /// SYN-ACK (no ARP yet: a point-to-point link or a static next hop).
     pub next_hop_mac: [u8; 6],
-    /// Whether the datapath checks the checksums of frames on the firmware RX queue and
-    /// fills them in on the TX queue (the board), or the firmware does (host tests).
+    /// Whether the checksums of frames on the firmware RX queue are the datapath's to
+    /// check alone (the board: its parser drops bad ones) or the firmware checks them
+    /// again (host tests). Sent frames get theirs from the datapath, which builds their
+    /// headers from the firmware's descriptors.
     pub checksums: Checksums,
     /// Largest TCP payload we accept per segment (our MSS option).
     pub mss: u16,

@@ -5,20 +5,46 @@
 use core::hash::{Hash, Hasher};
 
 use iwnic_proto::host::RecordBuffer;
-use iwnic_proto::net::RxDescriptor;
-use iwnic_proto::WordAligned;
+use iwnic_proto::net::{RxDescriptor, TxDescriptor};
 
 use crate::counters::Counters;
 
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
-/// Room for one frame to send, on a word boundary as the NIC's queue slots are (like
-/// [`RecordBuffer`]). A payload 2 bytes past a word boundary in the firmware's memory,
-/// as a segment's payload is in the frame (after 54 bytes of headers), is copied a word
-/// at a time. The headers themselves are written byte by byte: their big-endian fields
-/// gain nothing from the alignment on a core without byte-swap instructions.
-pub type FrameBuffer = WordAligned<MAX_FRAME_LEN>;
+/// Largest TCP payload of a segment the firmware sends: a largest frame's, without
+/// options.
+pub const MAX_TX_PAYLOAD: usize = MAX_FRAME_LEN - 54;
+
+/// One segment to send, as a firmware TX queue slot holds it: the descriptor the
+/// datapath builds the frame's headers from, then the payload, word-aligned (on the
+/// board, the slot in the soft core's memory; on a little-endian core the descriptor
+/// struct is its queue layout, so it is written field by field in place).
+#[derive(Debug, Clone)]
+#[repr(C, align(4))]
+pub struct TxSlot {
+    pub descriptor: TxDescriptor,
+    pub payload: [u8; MAX_TX_PAYLOAD],
+}
+
+impl Default for TxSlot {
+    fn default() -> Self {
+        TxSlot::ZERO
+    }
+}
+
+impl TxSlot {
+    pub const ZERO: TxSlot = TxSlot {
+        descriptor: TxDescriptor::ZERO,
+        payload: [0; MAX_TX_PAYLOAD],
+    };
+
+    /// The payload the descriptor says it carries (all of the slot's at most).
+    pub fn payload(&self) -> &[u8] {
+        let len = usize::from(self.descriptor.payload_len).min(MAX_TX_PAYLOAD);
+        &self.payload[..len]
+    }
+}
 
 /// A TCP connection's addresses as seen from this NIC. Word-aligned, addresses first:
 /// three words to hash and compare for every frame the firmware takes.
@@ -166,18 +192,18 @@ pub trait Hal {
 /// output queues, install and read the datapath's flow contexts, take the datapath's
 /// reports, publish counters.
 pub trait Nic {
-    /// Where the next frame for the firmware TX queue is built: the firmware writes it
-    /// in place (on the board, the queue's free slot in the soft core's memory), so no
-    /// frame is copied on its way out.
-    fn transmit_buffer(&mut self) -> &mut FrameBuffer;
-    /// Queue the first `len` bytes of [`Nic::transmit_buffer`] on the firmware TX queue.
-    /// A full queue drops the frame (TCP retransmits).
-    fn transmit_frame(&mut self, len: usize);
+    /// Where the next segment for the firmware TX queue is written: the firmware fills
+    /// it in place (on the board, the queue's free slot in the soft core's memory), so
+    /// nothing is copied on its way out; the datapath builds the frame.
+    fn transmit_slot(&mut self) -> &mut TxSlot;
+    /// Queue the segment of [`Nic::transmit_slot`] on the firmware TX queue. A full
+    /// queue drops it (TCP retransmits).
+    fn transmit_segment(&mut self);
     /// Records (completions, events) the host queue can take now. The firmware takes no
     /// input that could produce a record unless there is room, so none is ever lost.
     fn host_space(&self) -> usize;
-    /// Where the next record for the host queue is built, in place as a frame is in
-    /// [`Nic::transmit_buffer`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes on a word
+    /// Where the next record for the host queue is built, in place as a segment is in
+    /// [`Nic::transmit_slot`]: [`iwnic_proto::host::MAX_RECORD_LEN`] bytes on a word
     /// boundary, as the queue's slots are.
     fn record_buffer(&mut self) -> &mut RecordBuffer;
     /// Queue the first `len` bytes of [`Nic::record_buffer`], a completion or an event,

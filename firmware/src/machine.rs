@@ -7,7 +7,7 @@ use iwnic_proto::errno::ETIMEDOUT;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
-use iwnic_proto::net::{Checksums, SegmentOut};
+use iwnic_proto::net::{SegmentOut, TxDescriptor};
 use smoltcp::time::Instant;
 use smoltcp::wire::TcpControl;
 
@@ -152,21 +152,20 @@ const _: () = assert!(CONNECTION_ENTRY_BYTES <= 128);
 /// acknowledged (`tx`, starting at sequence number `tx_seq`), and what it has received
 /// of the peer's MPA frame or RTR (`rx`). Shared by a pool, held only while negotiating.
 ///
-/// `tx` starts 2 bytes past a word boundary, as a segment's payload does in a frame
-/// (after 54 bytes of headers in a word-aligned [`crate::FrameBuffer`]), so sending the
-/// bytes copies them a word at a time.
+/// `tx` starts on a word boundary, as a segment's payload does in a [`crate::TxSlot`],
+/// so sending the bytes copies them a word at a time.
 #[repr(C, align(4))]
 pub(crate) struct NegotiationBuffer {
     pub tx_seq: u32,
+    pub tx: [u8; TX_CAPACITY],
     /// Next free buffer while on the free list.
     next_free: u16,
-    pub tx: [u8; TX_CAPACITY],
     pub tx_len: u16,
     pub rx_len: u16,
     pub rx: [u8; MPA_MAX_FRAME_LEN],
 }
 
-const _: () = assert!(core::mem::offset_of!(NegotiationBuffer, tx) % 4 == 2);
+const _: () = assert!(core::mem::offset_of!(NegotiationBuffer, tx) % 4 == 0);
 
 /// Room for an MPA frame and the RTR FPDU that may follow it before either is acknowledged.
 pub(crate) const TX_CAPACITY: usize = MPA_MAX_FRAME_LEN + 64;
@@ -314,22 +313,21 @@ pub(crate) enum PrivateData<'p> {
     OfReceivedFrame,
 }
 
-/// Build `segment` with `payload` in the Nic's transmit buffer and queue it.
-fn transmit<H: Nic>(
-    checksums: Checksums,
-    counters: &mut Counters,
-    nic: &mut H,
-    segment: &SegmentOut,
-    payload: &[u8],
-) {
+/// Write `segment` with `payload` into the Nic's transmit slot and queue it: the
+/// datapath builds the headers from the descriptor.
+fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, payload: &[u8]) {
     if segment.control == TcpControl::Rst {
         counters.resets_sent += 1;
     }
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
-    if let Ok(len) = segment.emit(payload, &mut nic.transmit_buffer().0, checksums) {
-        nic.transmit_frame(len);
-        counters.frames_sent += 1;
-    }
+    let slot = nic.transmit_slot();
+    let Some(room) = slot.payload.get_mut(..payload.len()) else {
+        return;
+    };
+    room.copy_from_slice(payload);
+    slot.descriptor = TxDescriptor::of_segment(segment, payload.len() as u16);
+    nic.transmit_segment();
+    counters.frames_sent += 1;
 }
 
 /// What a host handle names.
@@ -693,12 +691,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             window: config.window,
             syn_options: syn.then_some((config.mss, config.window_shift)),
         };
-        transmit(config.checksums, counters, nic, &segment, payload);
+        transmit(counters, nic, &segment, payload);
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
     pub(crate) fn send_stray<H: Nic>(&mut self, nic: &mut H, segment: &SegmentOut) {
-        transmit(self.config.checksums, &mut self.counters, nic, segment, &[]);
+        transmit(&mut self.counters, nic, segment, &[]);
     }
 
     /// Send RST at `snd_nxt`.

@@ -6,7 +6,7 @@
 //!                                      table,   └─▶ ACK ─┐
 //!                                      context)          ▼
 //! host_tx ─▶ context check ─▶ mpa_tx ─▶ segment builder ─▶ arbiter ─▶ checksums ─▶ net_tx
-//!                                                  fw_tx ─┘
+//! fw_tx ─▶ TX descriptor + payload ─▶ segment builder ────┘
 //! ```
 //!
 //! The behavioural model (`testbench::model::ModelDatapath`) is the reference: the same
@@ -23,17 +23,32 @@
 //! - `local_ip`: this NIC's IPv4 address (big-endian number), a configuration input held
 //!   steady; frames to other addresses are dropped and counted (`cnt_not_for_us`).
 //! - `net_rx_*` / `net_tx_*`: the network port, whole Ethernet frames without FCS.
-//! - `fw_rx_*` / `fw_tx_*`: the firmware's frame queues. Each packet on `fw_rx` is a
-//!   32-byte RX descriptor, four beats with `keep` 0xFF and `last` low, then the
-//!   received frame's raw beats as they arrived (`last` on the frame's last): the
-//!   parser's header fields, so the firmware loads them as aligned little-endian words
-//!   rather than parsing the frame again. Layout (`iwnic_proto::net::RxDescriptor` is
-//!   the reference), byte offsets: 0–3 destination and 4–7 source IPv4 address, first
-//!   octet first; 8–9 destination and 10–11 source port; 12–15 sequence number; 16–19
-//!   acknowledgment field (whatever the ACK flag); 20–21 window; 22 the flags ACK 0x10,
-//!   PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; 24–25 TCP payload length; bytes 23 and
-//!   26–31 zero; numbers little-endian. Frames from the firmware leave with their IPv4
-//!   and TCP checksums filled in (checksum offload).
+//! - `fw_rx_*` / `fw_tx_*`: the firmware's queues, frames to it and segments from it.
+//!   Each packet on `fw_rx` is a 32-byte RX descriptor, four beats with `keep` 0xFF and
+//!   `last` low, then the received frame's raw beats as they arrived (`last` on the
+//!   frame's last): the parser's header fields, so the firmware loads them as aligned
+//!   little-endian words rather than parsing the frame again. Layout
+//!   (`iwnic_proto::net::RxDescriptor` is the reference), byte offsets: 0–3 destination
+//!   and 4–7 source IPv4 address, first octet first; 8–9 destination and 10–11 source
+//!   port; 12–15 sequence number; 16–19 acknowledgment field (whatever the ACK flag);
+//!   20–21 window; 22 the flags ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; 24–25
+//!   TCP payload length; bytes 23 and 26–31 zero; numbers little-endian.
+//!   Each packet on `fw_tx` is a segment to send: a 40-byte TX descriptor, five beats
+//!   (their `keep` not looked at), then the TCP payload from byte 0 of the next beat
+//!   (`keep` 0xFF on every beat but the last), `last` on the payload's last beat, or on
+//!   the descriptor's fifth without payload. Layout (`iwnic_proto::net::TxDescriptor` is
+//!   the reference), byte offsets: 0–5 destination and 6–11 source MAC address, 12–15
+//!   source and 16–19 destination IPv4 address, first byte first; 20–21 source and
+//!   22–23 destination port; 24–27 sequence and 28–31 acknowledgment number; 32–33
+//!   window; 34 flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01, and 0x80 for
+//!   the MSS and window scale options after the TCP header; 35 window scale shift; 36–37
+//!   MSS; 38–39 payload length; numbers little-endian. The datapath builds the frame
+//!   from it, the one `TxDescriptor::frame` gives (for flags it refuses, two of SYN, FIN
+//!   and RST, the flags as given), and sends it with its IPv4 and TCP checksums filled in
+//!   (checksum offload). A packet that ends before its fifth beat is dropped; one that
+//!   ends on it goes without payload whatever its payload length says; a payload under a
+//!   payload length of 0 is dropped and the frame goes without it. Both drops are
+//!   counted (`cnt_fw_tx_dropped`), and neither holds up the packets after.
 //! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
@@ -99,8 +114,11 @@
 //! **Transmit**: a host ULPDU's first beat makes the controller read the flow's context;
 //! if the flow is in FPDU mode and the FPDU fits the MSS, `snd_nxt` moves by the FPDU's
 //! length and a segment descriptor goes to the segment builder while the ULPDU streams
-//! through `mpa_tx` into it. ACKs use the same builder with no payload. An arbiter takes
-//! whole frames from the builder and the firmware's TX queue into checksum insertion.
+//! through `mpa_tx` into it. ACKs use the same builder with no payload. The firmware's
+//! segments have a builder of their own: a front end takes a packet's five descriptor
+//! beats into registers, offers them to it as its descriptor, then passes the payload
+//! beats on (or drops them, above). An arbiter takes whole frames from the two builders,
+//! the firmware's first, into checksum insertion.
 //!
 //! **Context** per connection index, in four block RAMs read and written together:
 //! the 4-tuple (96 bits, packed as the flow table packs it), both MACs (96), the
@@ -355,6 +373,20 @@ pub enum TxSource {
     Builder,
 }
 
+/// Where the firmware's transmit front end is within a packet on `fw_tx`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum FwTx {
+    /// Taking the TX descriptor's five beats into registers.
+    Descriptor,
+    /// Offering the descriptor to the firmware's segment builder.
+    Offer,
+    /// Passing the payload's beats to the builder.
+    Payload,
+    /// Taking payload beats and dropping them: the descriptor's payload length is 0, so
+    /// the builder takes no payload for it.
+    Drop,
+}
+
 /// The datapath of one NIC with a flow table of 2^`SET_BITS` × 4 entries and contexts
 /// for connection indices below 2^`INDEX_BITS`.
 #[derive(LogicBlock, Default)]
@@ -458,6 +490,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     pub cnt_length_errors: Signal<Out, Bits<32>>,
     pub cnt_host_refused: Signal<Out, Bits<32>>,
     pub cnt_insert_full: Signal<Out, Bits<32>>,
+    pub cnt_fw_tx_dropped: Signal<Out, Bits<32>>,
     pub tick: Signal<Out, Bits<64>>,
 
     // Blocks.
@@ -492,10 +525,18 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// `mpa_tx`'s stages and back out to `host_tx_ready`.
     fpdu_slice: SkidBuffer,
     builder: SegmentBuilder,
-    /// Between the segment builder and the arbiter: the grant (from the firmware's
-    /// `fw_tx_valid` and the transmit state) would otherwise run into the builder's
+    /// Between the segment builder and the arbiter: the grant (from the firmware
+    /// builder's frame and the transmit state) would otherwise run into the builder's
     /// output-register enables and its payload ready.
     frame_slice: SkidBuffer,
+    /// The firmware's segments: a builder of their own (sharing the datapath's would put
+    /// a 300-bit descriptor mux and a second payload source in front of it, and an
+    /// arbiter there too; apart, the two build at once, the datapath's builder and its
+    /// paths stay as they were, and only this one has the SYN options' logic), and the
+    /// same cut between it and the arbiter, whose grant would otherwise run on through
+    /// the builder's payload ready to `fw_tx_ready`.
+    fw_builder: SegmentBuilder,
+    fw_frame_slice: SkidBuffer,
     /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
     /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
     tx_slice: SkidBuffer,
@@ -763,6 +804,22 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// The tuple of the command (packed).
     cmd_tuple: Signal<Local, Bits<96>>,
 
+    // The firmware's transmit front end.
+    fw_tx_state: DFF<FwTx>,
+    /// The descriptor beat taken next (0..4) and the beats taken, as they came (byte
+    /// `8k + i` of the descriptor in `fw_desc<k>` bits `8i+7:8i`).
+    fw_desc_beat: DFF<Bits<3>>,
+    fw_desc0: DFF<Bits<64>>,
+    fw_desc1: DFF<Bits<64>>,
+    fw_desc2: DFF<Bits<64>>,
+    fw_desc3: DFF<Bits<64>>,
+    fw_desc4: DFF<Bits<64>>,
+    /// Payload beats follow the descriptor (the packet did not end on its fifth beat).
+    fw_payload_follows: DFF<Bit>,
+    /// The descriptor's flags byte.
+    fw_flags: Signal<Local, Bits<8>>,
+    fw_tx_dropped: EventCounter,
+
     // Transmit arbitration.
     tx_source: DFF<TxSource>,
     tx_grant: Signal<Local, TxSource>,
@@ -901,6 +958,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             new_snd_nxt,
             tx_refused,
             tx_source,
+            fw_tx_state,
+            fw_desc_beat,
+            fw_desc0,
+            fw_desc1,
+            fw_desc2,
+            fw_desc3,
+            fw_desc4,
+            fw_payload_follows,
             ticks,
             at_mpa_feed,
             at_firmware_copy,
@@ -924,6 +989,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.tx_slice.reset.next = self.reset.val();
         self.frame_slice.clock.next = self.clock.val();
         self.frame_slice.reset.next = self.reset.val();
+        self.fw_builder.clock.next = self.clock.val();
+        self.fw_builder.reset.next = self.reset.val();
+        self.fw_frame_slice.clock.next = self.clock.val();
+        self.fw_frame_slice.reset.next = self.reset.val();
         self.fpdu_slice.clock.next = self.clock.val();
         self.fpdu_slice.reset.next = self.reset.val();
         self.firmware_slice.clock.next = self.clock.val();
@@ -977,6 +1046,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.host_refused.clock.next = self.clock.val();
         self.host_refused.reset.next = self.reset.val();
         self.host_refused.increment.next = false;
+        self.fw_tx_dropped.clock.next = self.clock.val();
+        self.fw_tx_dropped.reset.next = self.reset.val();
+        self.fw_tx_dropped.increment.next = false;
 
         // ---- Receive: frames into the buffers, kept only on the parser's good bit ----
         // A frame's raw beats go to the next bank once it is free; the parser's
@@ -1402,6 +1474,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.desc_ack.next = self.w_seqs.q.val().get_bits::<32>(0);
         self.builder.desc_flags.next = self.w_flags.q.val();
         self.builder.desc_window.next = 0xFFFF.into();
+        // The datapath's segments carry no SYN: synthesis drops the options' logic.
+        self.builder.desc_syn_options.next = false;
+        self.builder.desc_mss.next = 0.into();
+        self.builder.desc_window_shift.next = 0.into();
         self.builder.desc_payload_len.next = self.w_len.q.val();
         self.builder.desc_valid.next =
             self.ack_pending.q.val() | (self.control.q.val() == Control::TxDescriptor);
@@ -1423,8 +1499,139 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.payload_valid.next = self.fpdu_slice.out_valid.val();
         self.fpdu_slice.out_ready.next = self.builder.payload_ready.val();
 
-        // Whole frames from the firmware (first) or the builder, through the skid buffer
-        // into checksum insertion.
+        // The firmware's segments: a TX descriptor's five beats into registers, offered
+        // to the firmware's builder, then the payload's beats passed to it.
+        self.fw_tx_ready.next = false;
+        self.fw_builder.desc_valid.next = false;
+        self.fw_builder.payload_valid.next = false;
+        match self.fw_tx_state.q.val() {
+            FwTx::Descriptor => {
+                self.fw_tx_ready.next = !self.reset.val();
+                // The beat's register loads on every cycle of its turn, taken or not: it
+                // holds the beat taken when the turn ends, and its 64 enables wait on the
+                // beat count alone, not on `fw_tx_valid`.
+                match self.fw_desc_beat.q.val().index() {
+                    0 => {
+                        self.fw_desc0.d.next = self.fw_tx_data.val();
+                    }
+                    1 => {
+                        self.fw_desc1.d.next = self.fw_tx_data.val();
+                    }
+                    2 => {
+                        self.fw_desc2.d.next = self.fw_tx_data.val();
+                    }
+                    3 => {
+                        self.fw_desc3.d.next = self.fw_tx_data.val();
+                    }
+                    _ => {
+                        self.fw_desc4.d.next = self.fw_tx_data.val();
+                    }
+                }
+                if self.fw_tx_valid.val() & !self.reset.val() {
+                    self.fw_desc_beat.d.next = self.fw_desc_beat.q.val() + 1;
+                    if self.fw_desc_beat.q.val() == 4 {
+                        self.fw_desc_beat.d.next = 0.into();
+                        self.fw_payload_follows.d.next = !self.fw_tx_last.val();
+                        self.fw_tx_state.d.next = FwTx::Offer;
+                    } else if self.fw_tx_last.val() {
+                        // Too short for a descriptor: nothing to send.
+                        self.fw_desc_beat.d.next = 0.into();
+                        self.fw_tx_dropped.increment.next = true;
+                    }
+                }
+            }
+            FwTx::Offer => {
+                self.fw_builder.desc_valid.next = true;
+                if self.fw_builder.desc_ready.val() {
+                    self.fw_tx_state.d.next = FwTx::Descriptor;
+                    if self.fw_payload_follows.q.val() {
+                        self.fw_tx_state.d.next = FwTx::Payload;
+                        if self.fw_desc4.q.val().get_bits::<16>(48) == 0 {
+                            self.fw_tx_state.d.next = FwTx::Drop;
+                            self.fw_tx_dropped.increment.next = true;
+                        }
+                    }
+                }
+            }
+            FwTx::Payload => {
+                self.fw_builder.payload_valid.next = self.fw_tx_valid.val();
+                self.fw_tx_ready.next = self.fw_builder.payload_ready.val();
+                if self.fw_tx_valid.val()
+                    & self.fw_builder.payload_ready.val()
+                    & self.fw_tx_last.val()
+                {
+                    self.fw_tx_state.d.next = FwTx::Descriptor;
+                }
+            }
+            FwTx::Drop => {
+                self.fw_tx_ready.next = !self.reset.val();
+                if self.fw_tx_valid.val() & self.fw_tx_last.val() & !self.reset.val() {
+                    self.fw_tx_state.d.next = FwTx::Descriptor;
+                }
+            }
+        }
+        // The descriptor's fields from its beats (wiring only); addresses as the builder
+        // takes them, first byte in the high bits.
+        self.fw_flags.next = self.fw_desc4.q.val().get_bits::<8>(16);
+        self.fw_builder.desc_dst_mac.next =
+            (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(0)) << 40)
+                | (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(8)) << 32)
+                | (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(16)) << 24)
+                | (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(24)) << 16)
+                | (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(32)) << 8)
+                | bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(40));
+        self.fw_builder.desc_src_mac.next =
+            (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(48)) << 40)
+                | (bit_cast::<48, 8>(self.fw_desc0.q.val().get_bits::<8>(56)) << 32)
+                | (bit_cast::<48, 8>(self.fw_desc1.q.val().get_bits::<8>(0)) << 24)
+                | (bit_cast::<48, 8>(self.fw_desc1.q.val().get_bits::<8>(8)) << 16)
+                | (bit_cast::<48, 8>(self.fw_desc1.q.val().get_bits::<8>(16)) << 8)
+                | bit_cast::<48, 8>(self.fw_desc1.q.val().get_bits::<8>(24));
+        self.fw_builder.desc_src_ip.next =
+            (bit_cast::<32, 8>(self.fw_desc1.q.val().get_bits::<8>(32)) << 24)
+                | (bit_cast::<32, 8>(self.fw_desc1.q.val().get_bits::<8>(40)) << 16)
+                | (bit_cast::<32, 8>(self.fw_desc1.q.val().get_bits::<8>(48)) << 8)
+                | bit_cast::<32, 8>(self.fw_desc1.q.val().get_bits::<8>(56));
+        self.fw_builder.desc_dst_ip.next =
+            (bit_cast::<32, 8>(self.fw_desc2.q.val().get_bits::<8>(0)) << 24)
+                | (bit_cast::<32, 8>(self.fw_desc2.q.val().get_bits::<8>(8)) << 16)
+                | (bit_cast::<32, 8>(self.fw_desc2.q.val().get_bits::<8>(16)) << 8)
+                | bit_cast::<32, 8>(self.fw_desc2.q.val().get_bits::<8>(24));
+        self.fw_builder.desc_src_port.next = self.fw_desc2.q.val().get_bits::<16>(32);
+        self.fw_builder.desc_dst_port.next = self.fw_desc2.q.val().get_bits::<16>(48);
+        self.fw_builder.desc_seq.next = self.fw_desc3.q.val().get_bits::<32>(0);
+        self.fw_builder.desc_window.next = self.fw_desc4.q.val().get_bits::<16>(0);
+        self.fw_builder.desc_window_shift.next = self.fw_desc4.q.val().get_bits::<8>(24);
+        self.fw_builder.desc_mss.next = self.fw_desc4.q.val().get_bits::<16>(32);
+        self.fw_builder.desc_syn_options.next = self.fw_flags.val().get_bit(7);
+        // The flags and acknowledgment field as `TxDescriptor::frame` writes them (it goes
+        // through `SegmentOut`): the low five flags, PSH only without SYN, FIN and RST,
+        // the field zero without ACK. A few gates in front of the builder's registers.
+        self.fw_builder.desc_flags.next = self.fw_flags.val() & 0x1F;
+        if self.fw_flags.val().get_bits::<3>(0).any() {
+            self.fw_builder.desc_flags.next = self.fw_flags.val() & 0x17;
+        }
+        self.fw_builder.desc_ack.next = 0.into();
+        if self.fw_flags.val().get_bit(4) {
+            self.fw_builder.desc_ack.next = self.fw_desc3.q.val().get_bits::<32>(32);
+        }
+        // No payload beats: length 0, so the builder does not wait for any.
+        self.fw_builder.desc_payload_len.next = 0.into();
+        if self.fw_payload_follows.q.val() {
+            self.fw_builder.desc_payload_len.next = self.fw_desc4.q.val().get_bits::<16>(48);
+        }
+        self.fw_builder.payload_data.next = self.fw_tx_data.val();
+        self.fw_builder.payload_keep.next = self.fw_tx_keep.val();
+        self.fw_builder.payload_last.next = self.fw_tx_last.val();
+        self.fw_frame_slice.in_data.next = self.fw_builder.frame_data.val();
+        self.fw_frame_slice.in_keep.next = self.fw_builder.frame_keep.val();
+        self.fw_frame_slice.in_last.next = self.fw_builder.frame_last.val();
+        self.fw_frame_slice.in_valid.next = self.fw_builder.frame_valid.val();
+        self.fw_builder.frame_ready.next = self.fw_frame_slice.in_ready.val();
+
+        // Whole frames from the firmware's builder (first) or the datapath's, each
+        // through its skid buffer, into checksum insertion: the grant starts at
+        // registers.
         self.frame_slice.in_data.next = self.builder.frame_data.val();
         self.frame_slice.in_keep.next = self.builder.frame_keep.val();
         self.frame_slice.in_last.next = self.builder.frame_last.val();
@@ -1432,7 +1639,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.frame_ready.next = self.frame_slice.in_ready.val();
         self.tx_grant.next = self.tx_source.q.val();
         if self.tx_source.q.val() == TxSource::None {
-            if self.fw_tx_valid.val() {
+            if self.fw_frame_slice.out_valid.val() {
                 self.tx_grant.next = TxSource::Firmware;
             } else if self.frame_slice.out_valid.val() {
                 self.tx_grant.next = TxSource::Builder;
@@ -1444,12 +1651,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.tx_slice.in_valid.next =
             self.frame_slice.out_valid.val() & (self.tx_grant.val() == TxSource::Builder);
         if self.tx_grant.val() == TxSource::Firmware {
-            self.tx_slice.in_data.next = self.fw_tx_data.val();
-            self.tx_slice.in_keep.next = self.fw_tx_keep.val();
-            self.tx_slice.in_last.next = self.fw_tx_last.val();
-            self.tx_slice.in_valid.next = self.fw_tx_valid.val();
+            self.tx_slice.in_data.next = self.fw_frame_slice.out_data.val();
+            self.tx_slice.in_keep.next = self.fw_frame_slice.out_keep.val();
+            self.tx_slice.in_last.next = self.fw_frame_slice.out_last.val();
+            self.tx_slice.in_valid.next = self.fw_frame_slice.out_valid.val();
         }
-        self.fw_tx_ready.next =
+        self.fw_frame_slice.out_ready.next =
             self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Firmware);
         self.frame_slice.out_ready.next =
             self.tx_slice.in_ready.val() & (self.tx_grant.val() == TxSource::Builder);
@@ -1951,6 +2158,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.event_q.d.next = false;
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
+            self.fw_tx_state.d.next = FwTx::Descriptor;
+            self.fw_desc_beat.d.next = 0.into();
         }
 
         // Whether the next context to clear exists, registered from the next index (a
@@ -2019,6 +2228,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.cnt_length_errors.next = self.length_errors.count.val();
         self.cnt_host_refused.next = self.host_refused.count.val();
         self.cnt_insert_full.next = self.flows.insert_full_count.val();
+        self.cnt_fw_tx_dropped.next = self.fw_tx_dropped.count.val();
         self.tick.next = self.ticks.q.val();
     }
 }

@@ -7,16 +7,22 @@
 //! beat 2  total_len      00 00 (ident) 40 00 (DF)  40 (TTL 64) 06 (TCP)
 //! beat 3  00 00 (IPv4 checksum)  src_ip  dst_ip[0..2]
 //! beat 4  dst_ip[2..4]  src_port  dst_port  seq[0..2]
-//! beat 5  seq[2..4]  ack  50 (data offset 5)  flags
+//! beat 5  seq[2..4]  ack  50 (data offset 5; 70 with options)  flags
 //! beat 6  window  00 00 (TCP checksum)  00 00 (urgent)  payload[0..2]
 //! beat 7+ payload[2..] ... zero padding to 60 bytes
+//!
+//! with the SYN options (`desc_syn_options`), 8 bytes more and the payload again at byte 6:
+//! beat 6  window  00 00 (TCP checksum)  00 00 (urgent)  02 04 (MSS, length 4)
+//! beat 7  mss  03 03 (window scale, length 3)  shift  00 (end of list)  payload[0..2]
+//! beat 8+ payload[2..]
 //! ```
 //!
 //! The frame is byte for byte what `iwnic_proto::net::SegmentOut::emit(payload, ..,
-//! Checksums::Offloaded)` writes for a segment with an ACK number and no SYN options
-//! (IPv4 without options, identification 0, DF, TTL 64; a 20-byte TCP header, urgent 0),
-//! with the TCP flags byte taken as given, so the firmware (which owns the connection
-//! state) decides ACK/PSH/FIN/RST and this block never interprets them.
+//! Checksums::Offloaded)` writes (IPv4 without options, identification 0, DF, TTL 64; a
+//! 20-byte TCP header, or 28 with the MSS and window scale options of a SYN, urgent 0),
+//! with the TCP flags byte and the acknowledgment field taken as given (`emit` writes the
+//! field zero for a segment without ACK): the firmware (which owns the connection state)
+//! decides ACK/PSH/SYN/FIN/RST and this block never interprets them.
 //!
 //! **Why a descriptor**: the fields of a data segment are known before its payload is
 //! (the MPA framer's FPDU is being built while the header goes out), so the header
@@ -29,13 +35,18 @@
 //! is frame byte `54 + k`. Output beat 6 is the header's last 6 bytes and payload bytes
 //! 0..2; every later beat is the 6 bytes held back from the previous payload beat and
 //! the low 2 of the current one: a fixed two-way join, no barrel shifter. The frame ends
-//! one beat after the last payload beat when that beat holds more than 2 bytes.
+//! one beat after the last payload beat when that beat holds more than 2 bytes. With the
+//! options the headers are 62 bytes, which leaves the payload at byte 6 of a beat too:
+//! beat 6 is a whole header beat, and the options' last 6 bytes are held back as if from
+//! a payload beat, so beat 7 on is the same join.
 //!
 //! **Input** (`desc_*`): one descriptor per frame, held while `desc_valid` until
-//! `desc_ready`. **Payload** (`payload_*`): when `desc_payload_len` > 0, exactly one
-//! packet for that descriptor, starting at byte 0 of a beat (byte `i` in bits `8i+7:8i`),
-//! `payload_keep` 0xFF on every beat but the last, whose `keep` is contiguous low bytes.
-//! When `desc_payload_len` is 0 no payload packet is taken. Payload bytes outside
+//! `desc_ready`. `desc_syn_options` high adds the MSS (`desc_mss`) and window scale
+//! (`desc_window_shift`) options; with it low those two are not used. **Payload**
+//! (`payload_*`): when `desc_payload_len` > 0, exactly one packet for that descriptor,
+//! starting at byte 0 of a beat (byte `i` in bits `8i+7:8i`), `payload_keep` 0xFF on
+//! every beat but the last, whose `keep` is contiguous low bytes. When
+//! `desc_payload_len` is 0 no payload packet is taken. Payload bytes outside
 //! `payload_keep` are ignored (padding is always zero).
 //!
 //! **Output** (`frame_*`): one frame per descriptor, at least 60 bytes (short frames
@@ -49,7 +60,10 @@
 //! the current frame's payload still streams and its beat 0 follows the current frame's
 //! last beat directly. From an idle block, the first beat is on `frame_valid` two cycles
 //! after the cycle its descriptor is taken (one to register the descriptor, one for the
-//! output register). A frame of `L` payload bytes is `max(8, ceil((54 + L) / 8))` beats.
+//! output register). A frame of `L` payload bytes is `max(8, ceil((54 + L) / 8))` beats,
+//! `ceil((62 + L) / 8)` with the options. (With `desc_syn_options` tied low the options'
+//! registers load constants and synthesis removes them and the logic behind them:
+//! `nic_top`'s datapath builder has none of their flip-flops.)
 //!
 //! **Timing**: the output is registered. `desc_ready` is a register output (gated by
 //! `reset`); `payload_ready` is combinational from `frame_ready` and registers (one gate,
@@ -65,13 +79,14 @@ use rust_hdl::prelude::*;
 /// Where the builder is within a frame.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum TxPhase {
-    /// Header beats 0..5, each built from the descriptor registers once they hold a
-    /// descriptor.
+    /// Header beats 0..5 (0..6 with the options), each built from the descriptor
+    /// registers once they hold a descriptor.
     Header,
-    /// Beat 6: the header's last 6 bytes and the first 2 payload bytes (zeros without
-    /// payload).
+    /// Beat 6 without the options: the header's last 6 bytes and the first 2 payload
+    /// bytes (zeros without payload).
     Join,
-    /// Payload beats: 6 held bytes and 2 new ones each.
+    /// Payload beats: 6 held bytes (the first, with the options: their last 6) and 2 new
+    /// ones each.
     Body,
     /// One more beat is owed after the last payload beat: its held bytes and/or padding.
     Tail,
@@ -93,6 +108,9 @@ pub struct SegmentBuilder {
     pub desc_ack: Signal<In, Bits<32>>,
     pub desc_flags: Signal<In, Bits<8>>,
     pub desc_window: Signal<In, Bits<16>>,
+    pub desc_syn_options: Signal<In, Bit>,
+    pub desc_mss: Signal<In, Bits<16>>,
+    pub desc_window_shift: Signal<In, Bits<8>>,
     pub desc_payload_len: Signal<In, Bits<16>>,
     pub desc_valid: Signal<In, Bit>,
     pub desc_ready: Signal<Out, Bit>,
@@ -121,6 +139,8 @@ pub struct SegmentBuilder {
     header_be: Signal<Local, Bits<64>>,
     /// `header_be` in beat order (wire byte 0 in bits 7:0).
     header_beat: Signal<Local, Bits<64>>,
+    /// The options' last 6 bytes (MSS, window scale, end of list), in beat order.
+    options_tail: Signal<Local, Bits<48>>,
     phase: DFF<TxPhase>,
     /// The header beat built next (0..6).
     index: DFF<Bits<3>>,
@@ -136,7 +156,11 @@ pub struct SegmentBuilder {
     ack: DFF<Bits<32>>,
     flags: DFF<Bits<8>>,
     window: DFF<Bits<16>>,
-    /// IPv4 total length: 40 + payload length.
+    /// The MSS and window scale options follow the TCP header, and their values.
+    syn_options: DFF<Bit>,
+    mss: DFF<Bits<16>>,
+    window_shift: DFF<Bits<8>>,
+    /// IPv4 total length: 40 + payload length, 48 + with the options.
     total_len: DFF<Bits<16>>,
     has_payload: DFF<Bit>,
     /// Payload bytes 2..8 of the previous payload beat, in beat order.
@@ -169,6 +193,9 @@ impl Logic for SegmentBuilder {
             ack,
             flags,
             window,
+            syn_options,
+            mss,
+            window_shift,
             total_len,
             has_payload,
             carry,
@@ -248,17 +275,28 @@ impl Logic for SegmentBuilder {
                     | bit_cast::<64, 16>(self.seq.q.val().get_bits::<16>(16))
             }
             5 => {
-                // Data offset 5 words, then the flags byte.
+                // Data offset 5 words (7 with the options: 0x70 is 0x50 | 0x20), then the
+                // flags byte.
                 self.header_be.next = (bit_cast::<64, 16>(self.seq.q.val().get_bits::<16>(0)) << 48)
                     | (bit_cast::<64, 32>(self.ack.q.val()) << 16)
                     | 0x5000
+                    | (bit_cast::<64, 1>(self.syn_options.q.val().into()) << 13)
                     | bit_cast::<64, 8>(self.flags.q.val())
             }
             _ => {
-                // The window; the TCP checksum and urgent pointer are zero.
-                self.header_be.next = bit_cast::<64, 16>(self.window.q.val()) << 48
+                // The window; the TCP checksum and urgent pointer are zero. With the
+                // options, their first two bytes (kind 2, length 4) end the beat, where
+                // the join puts the payload's first two otherwise.
+                self.header_be.next = bit_cast::<64, 16>(self.window.q.val()) << 48;
+                if self.syn_options.q.val() {
+                    self.header_be.next = self.header_be.val() | 0x0204;
+                }
             }
         }
+        self.options_tail.next = bit_cast::<48, 8>(self.mss.q.val().get_bits::<8>(8))
+            | (bit_cast::<48, 8>(self.mss.q.val().get_bits::<8>(0)) << 8)
+            | 0x0303_0000
+            | (bit_cast::<48, 8>(self.window_shift.q.val()) << 32);
         self.header_beat.next = bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(56))
             | (bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(48)) << 8)
             | (bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(40)) << 16)
@@ -315,8 +353,24 @@ impl Logic for SegmentBuilder {
                 if self.load.val() & self.desc_full.q.val() {
                     self.out_valid.d.next = true;
                     self.index.d.next = self.index.q.val() + 1;
-                    if self.index.q.val() == 5 {
+                    if (self.index.q.val() == 5) & !self.syn_options.q.val() {
                         self.phase.d.next = TxPhase::Join;
+                    }
+                    // (Both tests take the options flag, so with it tied low this branch
+                    // and its registers' inputs are constant and synthesis drops them.)
+                    if (self.index.q.val() == 6) & self.syn_options.q.val() {
+                        // Beat 6 was the last header beat built from the descriptor; the
+                        // options' last 6 bytes are held back as a payload beat's would
+                        // be, so the payload joins them in Body, or they end the frame
+                        // (62 bytes: no padding).
+                        self.carry.d.next = self.options_tail.val();
+                        self.tail_keep.d.next = 0x3F_u64.into();
+                        self.desc_full.d.next = false;
+                        self.index.d.next = 0_u64.into();
+                        self.phase.d.next = TxPhase::Tail;
+                        if self.has_payload.q.val() {
+                            self.phase.d.next = TxPhase::Body;
+                        }
                     }
                 }
             }
@@ -377,7 +431,13 @@ impl Logic for SegmentBuilder {
             self.ack.d.next = self.desc_ack.val();
             self.flags.d.next = self.desc_flags.val();
             self.window.d.next = self.desc_window.val();
+            self.syn_options.d.next = self.desc_syn_options.val();
+            self.mss.d.next = self.desc_mss.val();
+            self.window_shift.d.next = self.desc_window_shift.val();
             self.total_len.d.next = self.desc_payload_len.val() + 40;
+            if self.desc_syn_options.val() {
+                self.total_len.d.next = self.desc_payload_len.val() + 48;
+            }
             self.has_payload.d.next = self.desc_payload_len.val().any();
         }
         if self.reset.val() {

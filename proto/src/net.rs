@@ -521,6 +521,202 @@ impl RxDescriptor {
     }
 }
 
+/// Bytes of a [`TxDescriptor`] ahead of its payload in the firmware TX queue: five beats
+/// of the datapath's 64-bit stream.
+pub const TX_DESCRIPTOR_LEN: usize = 40;
+
+/// [`TxDescriptor::flags`] bit: the MSS and window scale options follow the TCP header
+/// (a SYN's, a SYN-ACK's).
+pub const TX_SYN_OPTIONS: u8 = 0x80;
+
+/// A segment the firmware sends, as it hands it to the datapath: the header fields ahead
+/// of the payload in the firmware TX queue, as little-endian numbers at aligned places.
+/// The datapath builds the Ethernet, IPv4 and TCP headers from it and fills in both
+/// checksums, so the firmware writes ten words where the headers are 54 to 62 bytes
+/// that a core without byte-swap instructions would store one at a time (header
+/// generation is the datapath's work in DESIGN.md's partition). The frame it builds is
+/// byte for byte [`SegmentOut::emit`]'s with offloaded checksums ([`TxDescriptor::frame`]
+/// is the reference), checksums then filled.
+///
+/// Layout, byte offsets (the struct's own layout on a little-endian core, so firmware
+/// writes it in place in a queue slot):
+///
+/// | bytes | field |
+/// |---|---|
+/// | 0–5, 6–11 | destination and source MAC address, first byte first |
+/// | 12–15, 16–19 | source and destination IPv4 address, first octet first |
+/// | 20–21, 22–23 | source port, destination port |
+/// | 24–27, 28–31 | sequence number, acknowledgment number (zero without ACK) |
+/// | 32–33 | window |
+/// | 34 | flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; [`TX_SYN_OPTIONS`] 0x80 |
+/// | 35 | window scale shift (with the options) |
+/// | 36–37 | MSS (with the options) |
+/// | 38–39 | payload bytes, which follow from byte 40 |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(4))]
+pub struct TxDescriptor {
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+    pub src_ip: [u8; 4],
+    pub dst_ip: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub window: u16,
+    pub flags: u8,
+    pub window_shift: u8,
+    pub mss: u16,
+    pub payload_len: u16,
+}
+
+// The struct is its layout: firmware on a little-endian core writes it in place.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<TxDescriptor>() == TX_DESCRIPTOR_LEN);
+    assert!(offset_of!(TxDescriptor, src_mac) == 6 && offset_of!(TxDescriptor, src_ip) == 12);
+    assert!(offset_of!(TxDescriptor, dst_ip) == 16 && offset_of!(TxDescriptor, src_port) == 20);
+    assert!(offset_of!(TxDescriptor, dst_port) == 22 && offset_of!(TxDescriptor, seq) == 24);
+    assert!(offset_of!(TxDescriptor, ack) == 28 && offset_of!(TxDescriptor, window) == 32);
+    assert!(offset_of!(TxDescriptor, flags) == 34 && offset_of!(TxDescriptor, window_shift) == 35);
+    assert!(offset_of!(TxDescriptor, mss) == 36 && offset_of!(TxDescriptor, payload_len) == 38);
+};
+
+impl TxDescriptor {
+    /// All fields zero: an empty queue slot's.
+    pub const ZERO: TxDescriptor = TxDescriptor {
+        dst_mac: [0; 6],
+        src_mac: [0; 6],
+        src_ip: [0; 4],
+        dst_ip: [0; 4],
+        src_port: 0,
+        dst_port: 0,
+        seq: 0,
+        ack: 0,
+        window: 0,
+        flags: 0,
+        window_shift: 0,
+        mss: 0,
+        payload_len: 0,
+    };
+
+    /// The descriptor of `segment` carrying `payload_len` bytes.
+    #[inline]
+    pub fn of_segment(segment: &SegmentOut, payload_len: u16) -> TxDescriptor {
+        let (mss, window_shift) = segment.syn_options.unwrap_or((0, 0));
+        TxDescriptor {
+            dst_mac: segment.dst_mac,
+            src_mac: segment.src_mac,
+            src_ip: segment.src_ip,
+            dst_ip: segment.dst_ip,
+            src_port: segment.src_port,
+            dst_port: segment.dst_port,
+            seq: segment.seq,
+            ack: segment.ack.unwrap_or(0),
+            window: segment.window,
+            flags: flags_of(segment.control, segment.ack.is_some())
+                | if segment.syn_options.is_some() {
+                    TX_SYN_OPTIONS
+                } else {
+                    0
+                },
+            window_shift,
+            mss,
+            payload_len,
+        }
+    }
+
+    /// The segment described, or `None` for flags no [`SegmentOut`] has (two of SYN,
+    /// FIN and RST).
+    pub fn segment(&self) -> Option<SegmentOut> {
+        Some(SegmentOut {
+            src_mac: self.src_mac,
+            dst_mac: self.dst_mac,
+            src_ip: self.src_ip,
+            dst_ip: self.dst_ip,
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            control: control_of(self.flags).ok()?,
+            seq: self.seq,
+            ack: (self.flags & ACK != 0).then_some(self.ack),
+            window: self.window,
+            syn_options: (self.flags & TX_SYN_OPTIONS != 0)
+                .then_some((self.mss, self.window_shift)),
+        })
+    }
+
+    /// The frame the datapath builds from this descriptor and `payload`, checksums left
+    /// zero for its checksum insertion; its length.
+    pub fn frame(&self, payload: &[u8], buffer: &mut [u8]) -> Result<usize> {
+        self.segment()
+            .ok_or(Error::Malformed)?
+            .emit(payload, buffer, Checksums::Offloaded)
+    }
+
+    pub fn from_bytes(bytes: &[u8; TX_DESCRIPTOR_LEN]) -> TxDescriptor {
+        let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+        let le32 = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let mac = |at: usize| {
+            [
+                bytes[at],
+                bytes[at + 1],
+                bytes[at + 2],
+                bytes[at + 3],
+                bytes[at + 4],
+                bytes[at + 5],
+            ]
+        };
+        let ip = |at: usize| [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+        TxDescriptor {
+            dst_mac: mac(0),
+            src_mac: mac(6),
+            src_ip: ip(12),
+            dst_ip: ip(16),
+            src_port: le16(20),
+            dst_port: le16(22),
+            seq: le32(24),
+            ack: le32(28),
+            window: le16(32),
+            flags: bytes[34],
+            window_shift: bytes[35],
+            mss: le16(36),
+            payload_len: le16(38),
+        }
+    }
+
+    pub fn to_bytes(&self) -> [u8; TX_DESCRIPTOR_LEN] {
+        let mut b = [0; TX_DESCRIPTOR_LEN];
+        b[0..6].copy_from_slice(&self.dst_mac);
+        b[6..12].copy_from_slice(&self.src_mac);
+        b[12..16].copy_from_slice(&self.src_ip);
+        b[16..20].copy_from_slice(&self.dst_ip);
+        b[20..22].copy_from_slice(&self.src_port.to_le_bytes());
+        b[22..24].copy_from_slice(&self.dst_port.to_le_bytes());
+        b[24..28].copy_from_slice(&self.seq.to_le_bytes());
+        b[28..32].copy_from_slice(&self.ack.to_le_bytes());
+        b[32..34].copy_from_slice(&self.window.to_le_bytes());
+        b[34] = self.flags;
+        b[35] = self.window_shift;
+        b[36..38].copy_from_slice(&self.mss.to_le_bytes());
+        b[38..40].copy_from_slice(&self.payload_len.to_le_bytes());
+        b
+    }
+}
+
+/// The header's flag byte for `control`, with ACK if `ack`.
+#[inline]
+fn flags_of(control: TcpControl, ack: bool) -> u8 {
+    (match control {
+        TcpControl::None => 0,
+        TcpControl::Psh => PSH,
+        TcpControl::Syn => SYN,
+        TcpControl::Fin => FIN,
+        TcpControl::Rst => RST,
+    }) | if ack { ACK } else { 0 }
+}
+
 /// The header fields of a segment to send: a 20-byte TCP header, or 28 with the MSS and
 /// window scale options of a SYN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,15 +786,8 @@ impl SegmentOut {
         h[TCP + 2..TCP + 4].copy_from_slice(&self.dst_port.to_be_bytes());
         h[TCP + 4..TCP + 8].copy_from_slice(&self.seq.to_be_bytes());
         h[TCP + 8..TCP + 12].copy_from_slice(&self.ack.unwrap_or(0).to_be_bytes());
-        let flags = match self.control {
-            TcpControl::None => 0,
-            TcpControl::Psh => PSH,
-            TcpControl::Syn => SYN,
-            TcpControl::Fin => FIN,
-            TcpControl::Rst => RST,
-        } | if self.ack.is_some() { ACK } else { 0 };
         h[TCP + 12] = (tcp_header_len as u8 / 4) << 4;
-        h[TCP + 13] = flags;
+        h[TCP + 13] = flags_of(self.control, self.ack.is_some());
         h[TCP + 14..TCP + 16].copy_from_slice(&self.window.to_be_bytes());
         // Checksum and urgent pointer 0. Ethernet padding lies within the 6 bytes after a
         // 54-byte header: zero them first (fixed-size stores), then write options and

@@ -422,7 +422,9 @@ fn tcp_frame() -> impl Strategy<Value = TcpFrameRepr<'static>> {
 
 mod fast_path {
     use super::*;
-    use iwnic_proto::net::{Checksums, RxDescriptor, SegmentOut, TcpSegment, RX_DESCRIPTOR_LEN};
+    use iwnic_proto::net::{
+        Checksums, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor, RX_DESCRIPTOR_LEN,
+    };
 
     fn out_of(repr: &TcpFrameRepr) -> SegmentOut {
         SegmentOut {
@@ -483,6 +485,29 @@ mod fast_path {
             let fast = TcpSegment::parse(&frame, Checksums::Offloaded).map(|s| (s.max_seg_size, s.window_scale));
             let full = TcpFrameRepr::parse_with(&frame, Checksums::Offloaded).map(|r| (r.tcp.max_seg_size, r.tcp.window_scale));
             prop_assert_eq!(fast, full);
+        }
+
+        /// A segment's transmit descriptor survives its bytes and gives back the segment,
+        /// and the frame the datapath builds from it is the segment's own.
+        #[test]
+        fn a_transmit_descriptor_builds_its_segment(repr in tcp_frame(), payload in bytes(600), with_options in any::<bool>()) {
+            let mut repr = repr;
+            repr.tcp.payload = &payload;
+            if with_options {
+                repr.tcp.max_seg_size.get_or_insert(1460);
+                repr.tcp.window_scale.get_or_insert(7);
+            } else {
+                repr.tcp.max_seg_size = None;
+                repr.tcp.window_scale = None;
+            }
+            let out = out_of(&repr);
+            let d = TxDescriptor::of_segment(&out, payload.len() as u16);
+            prop_assert_eq!(TxDescriptor::from_bytes(&d.to_bytes()), d);
+            prop_assert_eq!(d.segment(), Some(out));
+            let mut built = vec![0x5Au8; out.buffer_len(payload.len())];
+            let mut direct = built.clone();
+            prop_assert_eq!(d.frame(&payload, &mut built), out.emit(&payload, &mut direct, Checksums::Offloaded));
+            prop_assert_eq!(built, direct);
         }
 
         /// The descriptor the datapath puts ahead of a frame it accepts survives its bytes,

@@ -43,8 +43,9 @@ pub trait Engine: Send {
 
     /// The next frame steered to the firmware.
     fn firmware_receive(&mut self) -> Option<Vec<u8>>;
-    /// A frame from the firmware, its checksums to be filled in.
-    fn firmware_transmit(&mut self, frame: &[u8]);
+    /// A segment from the firmware: its `TxDescriptor` (40 bytes) and payload, from
+    /// which the datapath builds the frame and fills its checksums.
+    fn firmware_transmit(&mut self, packet: &[u8]);
     /// Install or update a flow; with [`FlowWrite::InstallAndAcknowledge`], then send an
     /// ACK of its `rcv_nxt` from it.
     fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite);

@@ -831,8 +831,8 @@ impl<P: PortSim> Engine for HdlEngine<P> {
         self.to_firmware.pop_front()
     }
 
-    fn firmware_transmit(&mut self, frame: &[u8]) {
-        self.fw_tx.push(frame.to_vec(), 0);
+    fn firmware_transmit(&mut self, packet: &[u8]) {
+        self.fw_tx.push(packet.to_vec(), 0);
     }
 
     fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {

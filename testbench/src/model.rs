@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
-use iwnic_proto::net::{Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment};
+use iwnic_proto::net::{
+    Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor, TX_DESCRIPTOR_LEN,
+};
 use iwnic_proto::smoltcp_wire::{IpAddress, Ipv4Packet, TcpControl, TcpPacket};
 
 use crate::engine::{DatapathCounters, Engine};
@@ -237,10 +239,29 @@ impl Engine for ModelDatapath {
         self.to_firmware.pop_front()
     }
 
-    fn firmware_transmit(&mut self, frame: &[u8]) {
-        let mut frame = frame.to_vec();
-        fill_checksums(&mut frame);
-        self.send(frame);
+    /// The frame `TxDescriptor::frame` builds. A packet the firmware could not have
+    /// written (shorter than a descriptor, a payload length that disagrees, flags no
+    /// segment has) is dropped: the suites hold the datapath to the model only on
+    /// well-formed packets, and `nic_top`'s own tests cover the rest.
+    fn firmware_transmit(&mut self, packet: &[u8]) {
+        let Some((descriptor, payload)) = packet.split_first_chunk::<TX_DESCRIPTOR_LEN>() else {
+            return;
+        };
+        let descriptor = TxDescriptor::from_bytes(descriptor);
+        let Some(segment) = descriptor.segment() else {
+            return;
+        };
+        if usize::from(descriptor.payload_len) != payload.len() {
+            return;
+        }
+        let mut frame = vec![0; segment.buffer_len(payload.len())];
+        if segment
+            .emit(payload, &mut frame, Checksums::Offloaded)
+            .is_ok()
+        {
+            fill_checksums(&mut frame);
+            self.send(frame);
+        }
     }
 
     fn write_flow(&mut self, ctx: &FlowContext, write: FlowWrite) {

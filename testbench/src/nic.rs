@@ -2,8 +2,7 @@
 //! NIC's end of the host link that a host driver opens.
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, FrameBuffer, Hal,
-    Nic as FirmwareNic,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic as FirmwareNic, TxSlot,
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
@@ -44,10 +43,10 @@ struct InputHeads {
     command_len: Option<usize>,
 }
 
-/// Where the firmware builds its next frame and record (the queues' free slots on a
+/// Where the firmware writes its next segment and record (the queues' free slots on a
 /// board); the Hal hands them to the engine and the host link from there.
 struct OutBuffers {
-    frame: FrameBuffer,
+    segment: TxSlot,
     record: RecordBuffer,
 }
 
@@ -96,11 +95,14 @@ impl<'a, E: Engine> Hal for NicHal<'a, E> {
 }
 
 impl<E: Engine> FirmwareNic for NicPort<'_, E> {
-    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
-        &mut self.buffers.frame
+    fn transmit_slot(&mut self) -> &mut TxSlot {
+        &mut self.buffers.segment
     }
-    fn transmit_frame(&mut self, len: usize) {
-        self.engine.firmware_transmit(&self.buffers.frame.0[..len]);
+    fn transmit_segment(&mut self) {
+        let slot = &self.buffers.segment;
+        let mut packet = slot.descriptor.to_bytes().to_vec();
+        packet.extend_from_slice(slot.payload());
+        self.engine.firmware_transmit(&packet);
     }
     fn host_space(&self) -> usize {
         self.host.host_space()
@@ -148,7 +150,7 @@ impl<E: Engine> Nic<E> {
             engine,
             firmware: Box::new(SimFirmware::new(config)),
             buffers: Box::new(OutBuffers {
-                frame: FrameBuffer::ZERO,
+                segment: TxSlot::ZERO,
                 record: RecordBuffer::ZERO,
             }),
             inputs: Box::default(),

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr};
-use iwnic_proto::net::{Checksums, SegmentOut};
+use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor, TX_DESCRIPTOR_LEN};
 use iwnic_proto::smoltcp_wire::TcpControl;
 use iwnic_testbench::engine::{DatapathCounters, Engine};
 use iwnic_testbench::hdl_engine::{HdlEngine, PortSim, RustHdl, Verilated};
@@ -96,7 +96,7 @@ impl fmt::Debug for Op {
                 let frames: Vec<String> = frames.iter().map(|fr| frame_summary(fr)).collect();
                 write!(f, "net_receive back to back({frames:?})")
             }
-            Op::Firmware(frame) => write!(f, "firmware_transmit({})", frame_summary(frame)),
+            Op::Firmware(packet) => write!(f, "firmware_transmit({})", segment_summary(packet)),
             Op::Host(index, ulpdu) => write!(f, "host_transmit({index}, {} B)", ulpdu.len()),
         }
     }
@@ -280,6 +280,18 @@ fn first_difference(ops: &[Op], model: &[Outcome], hdl: &[Outcome]) -> Option<(u
     Some((i, text))
 }
 
+/// A firmware TX packet: the frame its descriptor and payload make.
+fn segment_summary(packet: &[u8]) -> String {
+    let Some((descriptor, payload)) = packet.split_first_chunk::<TX_DESCRIPTOR_LEN>() else {
+        return format!("{} B, shorter than a descriptor", packet.len());
+    };
+    let mut frame = vec![0u8; 1600];
+    match TxDescriptor::from_bytes(descriptor).frame(payload, &mut frame) {
+        Ok(len) => frame_summary(&frame[..len]),
+        Err(e) => format!("a descriptor that builds no frame ({e:?})"),
+    }
+}
+
 /// A firmware RX packet: its frame, and its descriptor if it is not the one the frame's
 /// parse gives.
 fn firmware_summary(packet: &[u8]) -> String {
@@ -433,8 +445,8 @@ fn peer_frame(
     frame
 }
 
-/// A frame of the firmware for `ctx`, checksums left for the datapath.
-fn firmware_frame(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> Vec<u8> {
+/// A segment of the firmware for `ctx` as it queues it: descriptor, then payload.
+fn firmware_segment(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> Vec<u8> {
     let segment = SegmentOut {
         src_mac: ctx.local_mac,
         dst_mac: ctx.remote_mac,
@@ -448,11 +460,11 @@ fn firmware_frame(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> Vec
         window: 4096,
         syn_options: (control == TcpControl::Syn).then_some((1460, 7)),
     };
-    let mut frame = vec![0u8; segment.buffer_len(payload.len())];
-    segment
-        .emit(payload, &mut frame, Checksums::Offloaded)
-        .unwrap();
-    frame
+    let mut packet = TxDescriptor::of_segment(&segment, payload.len() as u16)
+        .to_bytes()
+        .to_vec();
+    packet.extend_from_slice(payload);
+    packet
 }
 
 fn fpdu(ulpdu: &[u8]) -> Vec<u8> {
@@ -535,7 +547,7 @@ fn scripted() -> Script {
     assert_eq!(s.expected.last().unwrap().firmware.len(), 1);
     s.push(Op::Host(a, ulpdu(16, 2))); // refused: still expecting the RTR
                                        // The firmware answers with its own RTR in an FPDU, then writes the flow over.
-    s.push(Op::Firmware(firmware_frame(
+    s.push(Op::Firmware(firmware_segment(
         &ctx_a,
         TcpControl::Psh,
         &fpdu(&ulpdu(14, 3)),
@@ -720,9 +732,13 @@ fn scripted() -> Script {
         &ulpdu(10, 54),
     )));
     s.push(Op::Net(good)); // in order after all that
-    s.push(Op::Firmware(firmware_frame(&unknown, TcpControl::Syn, &[])));
-    s.push(Op::Firmware(firmware_frame(&fa, TcpControl::None, &[])));
-    s.push(Op::Firmware(firmware_frame(
+    s.push(Op::Firmware(firmware_segment(
+        &unknown,
+        TcpControl::Syn,
+        &[],
+    )));
+    s.push(Op::Firmware(firmware_segment(&fa, TcpControl::None, &[])));
+    s.push(Op::Firmware(firmware_segment(
         &fa,
         TcpControl::Psh,
         &ulpdu(77, 55),
@@ -893,7 +909,11 @@ fn scripted_short() -> Script {
         64_240,
         &[],
     )));
-    s.push(Op::Firmware(firmware_frame(&unknown, TcpControl::Syn, &[])));
+    s.push(Op::Firmware(firmware_segment(
+        &unknown,
+        TcpControl::Syn,
+        &[],
+    )));
     let fb = s.flow(b);
     let mut payload = fpdus(&[ulpdu(40, 12)]);
     payload[fpdu_len(40) - 1] ^= 0x10;
@@ -1276,7 +1296,7 @@ impl Generator {
                     TcpControl::Psh,
                     TcpControl::Fin,
                 ][self.rng.random_range(0..4)];
-                Op::Firmware(firmware_frame(
+                Op::Firmware(firmware_segment(
                     &ctx,
                     control,
                     if control == TcpControl::Syn {

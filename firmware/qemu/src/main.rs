@@ -65,7 +65,10 @@ fn run_all(out: &mut impl Write, platform: &str, counter: impl Fn() -> u64, unit
     }
     let modes = [
         (Checksums::Offloaded, "checksums in the datapath"),
-        (Checksums::Software, "checksums in firmware"),
+        (
+            Checksums::Software,
+            "received checksums checked in firmware too",
+        ),
     ];
     for (checksums, label) in modes {
         match bench_passive_setup(&counter, checksums) {

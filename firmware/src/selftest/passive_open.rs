@@ -11,7 +11,7 @@ use iwnic_proto::WordAligned;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
-use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, FrameBuffer, Hal, Nic};
+use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic, TxSlot};
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
@@ -26,7 +26,8 @@ const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 const PEER_IP: [u8; 4] = [10, 0, 0, 2];
 const PORT: u16 = 4791;
 
-/// The scenario's NIC configuration, with checksums done by the firmware or the datapath.
+/// The scenario's NIC configuration, with received checksums checked by the datapath
+/// alone or by the firmware too.
 pub fn config(checksums: Checksums) -> Config {
     Config {
         mac: NIC_MAC,
@@ -73,6 +74,23 @@ impl Slot for RxSlot {
         descriptor: RxDescriptor::ZERO,
         frame: WordAligned::ZERO,
     };
+}
+
+/// A firmware TX queue slot as a string: its payload (the descriptor rides beside it).
+impl AsRef<[u8]> for TxSlot {
+    fn as_ref(&self) -> &[u8] {
+        &self.payload
+    }
+}
+
+impl AsMut<[u8]> for TxSlot {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.payload
+    }
+}
+
+impl Slot for TxSlot {
+    const EMPTY: Self = TxSlot::ZERO;
 }
 
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
@@ -166,7 +184,7 @@ pub struct MemoryNic {
 /// The part of [`MemoryNic`] the firmware acts on: output queues and flow contexts.
 #[derive(Default)]
 pub struct MemoryOut {
-    tx: Ring<4, FrameBuffer>,
+    tx: Ring<4, TxSlot>,
     records: Ring<4, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
     flows: [Option<FlowContext>; FLOWS],
@@ -199,11 +217,12 @@ impl Hal for MemoryNic {
 }
 
 impl Nic for MemoryOut {
-    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
+    fn transmit_slot(&mut self) -> &mut TxSlot {
         self.tx.next_slot()
     }
-    fn transmit_frame(&mut self, len: usize) {
-        // A full queue drops the frame, like the hardware TX queue.
+    fn transmit_segment(&mut self) {
+        // A full queue drops the segment, like the hardware TX queue.
+        let len = self.tx.next_slot().payload().len();
         self.tx.commit(len);
     }
     fn host_space(&self) -> usize {
@@ -237,9 +256,6 @@ impl Nic for MemoryOut {
 
 /// The initiator's side of one connection.
 struct Initiator {
-    /// What the NIC's frames carry: with offload, zero checksums for the datapath
-    /// (absent in this scenario) to fill.
-    checksums: Checksums,
     port: u16,
     snd_nxt: u32,
     rcv_nxt: u32,
@@ -292,14 +308,18 @@ impl Initiator {
 
     /// Take the NIC's next frame to us; its TCP control.
     fn receive(&mut self, nic: &mut MemoryNic) -> Result<TcpControl, &'static str> {
+        // The frame the datapath builds from the NIC's descriptor, checksums filled.
+        let (slot, _) = nic.out.tx.head().ok_or("the NIC sent nothing")?;
+        let segment = slot
+            .descriptor
+            .segment()
+            .ok_or("the NIC sent a bad descriptor")?;
         let mut frame = [0u8; FRAME];
-        let len = nic
-            .out
-            .tx
-            .pop_into(&mut frame)
-            .ok_or("the NIC sent nothing")?;
-        let f = TcpFrameRepr::parse_with(&frame[..len], self.checksums)
-            .map_err(|_| "the NIC sent a bad frame")?;
+        let len = segment
+            .emit(slot.payload(), &mut frame, Checksums::Software)
+            .map_err(|_| "the NIC's segment does not fit a frame here")?;
+        nic.out.tx.pop();
+        let f = TcpFrameRepr::parse(&frame[..len]).map_err(|_| "the NIC sent a bad frame")?;
         if f.tcp.dst_port != self.port {
             return Err("frame for another port");
         }
@@ -366,9 +386,7 @@ pub fn passive_setup<const N: usize, const B: usize>(
     port: u16,
     mut poll: impl FnMut(&mut Firmware<N, B>, &mut MemoryNic),
 ) -> Result<(), &'static str> {
-    let checksums = fw.config().checksums;
     let mut peer = Initiator {
-        checksums,
         port,
         snd_nxt: u32::from(port) << 8,
         rcv_nxt: 0,

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, FrameBuffer, Hal, Nic,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic, TxSlot,
 };
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
@@ -95,8 +95,8 @@ pub struct ScriptedNic {
     pub flow_removes: Vec<u16>,
     pub flow_events: VecDeque<FlowEvent>,
     pub counters: Counters,
-    /// Where the firmware builds its next frame and record.
-    pub tx_buffer: Box<FrameBuffer>,
+    /// Where the firmware writes its next segment and record.
+    pub tx_slot: Box<TxSlot>,
     pub record_buffer: Box<RecordBuffer>,
 }
 
@@ -129,11 +129,22 @@ impl Hal for ScriptedHal {
 }
 
 impl Nic for ScriptedNic {
-    fn transmit_buffer(&mut self) -> &mut FrameBuffer {
-        &mut self.tx_buffer
+    fn transmit_slot(&mut self) -> &mut TxSlot {
+        &mut self.tx_slot
     }
-    fn transmit_frame(&mut self, len: usize) {
-        self.tx.push(self.tx_buffer.0[..len].to_vec());
+    fn transmit_segment(&mut self) {
+        // The frame the datapath builds from the descriptor, its checksums filled.
+        let segment = self
+            .tx_slot
+            .descriptor
+            .segment()
+            .expect("the firmware describes segments it can send");
+        let payload = self.tx_slot.payload();
+        let mut frame = vec![0; segment.buffer_len(payload.len())];
+        segment
+            .emit(payload, &mut frame, Checksums::Software)
+            .expect("a described segment fits its frame");
+        self.tx.push(frame);
     }
     fn host_space(&self) -> usize {
         self.host_room.saturating_sub(self.records.len())

@@ -2,7 +2,9 @@
 //! through the register window, FPDUs received (delivered, acknowledged), a ULPDU sent,
 //! a frame of an unknown flow to the firmware, a corrupted FPDU (event, flow failed),
 //! the context read back and removed; frames to the firmware behind their RX descriptors
-//! (FIN after payload, after a failed FPDU, RST). The testbench's conformance suite
+//! (FIN after payload, after a failed FPDU, RST); the firmware's segments from their TX
+//! descriptors (SYN options, payloads, padding; back to back, beside the datapath's
+//! frames, malformed packets dropped). The testbench's conformance suite
 //! holds the top to the behavioural model on random sequences; this is the block's own
 //! check.
 
@@ -10,10 +12,12 @@ use std::collections::VecDeque;
 
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_proto::fpdu::FpduRepr;
-use iwnic_proto::net::{Checksums, RxDescriptor, SegmentOut};
+use iwnic_proto::net::{
+    Checksums, RxDescriptor, SegmentOut, TxDescriptor, TX_DESCRIPTOR_LEN, TX_SYN_OPTIONS,
+};
 use iwnic_proto::smoltcp_wire::TcpControl;
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 use crate::dut::{dut, lockstep, Bench, Timing};
 use crate::stream::{beats, kept_bytes, Beat, Sink};
@@ -43,7 +47,8 @@ dut! {
         host_tx_ready, host_rx_data, host_rx_keep, host_rx_last, host_rx_valid,
         host_rx_index,
         cnt_frames_in, cnt_frames_out, cnt_to_firmware, cnt_acks_sent, cnt_fpdus_in,
-        cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us, tick,
+        cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us, cnt_fw_tx_dropped,
+        tick,
     }
 }
 
@@ -73,7 +78,10 @@ enum Op {
     Command(u64, Context),
     Frame(Vec<u8>),
     Ulpdu(u16, Vec<u8>),
-    /// Let the datapath finish.
+    /// Packets for `fw_tx`, queued back to back; the ops after go on meanwhile (the run
+    /// ends only when they are all taken).
+    Firmware(Vec<Vec<u8>>),
+    /// Let the datapath finish: cycles counted once the firmware's packets are all taken.
     Idle(u32),
 }
 
@@ -95,6 +103,11 @@ struct Scenario {
     reset_cycles: u32,
     net: VecDeque<Beat>,
     host: VecDeque<(Beat, u16, u16)>,
+    fw: VecDeque<Beat>,
+    /// `fw_tx_valid` idles between beats with this probability.
+    fw_idle_probability: f64,
+    fw_offering: bool,
+    fw_rng: StdRng,
     command: Option<(u64, Context)>,
     command_taken: bool,
     idle: u32,
@@ -111,13 +124,17 @@ struct Scenario {
 }
 
 impl Scenario {
-    fn new(ops: Vec<Op>, stall_probability: f64) -> Scenario {
+    fn new(ops: Vec<Op>, stall_probability: f64, fw_idle_probability: f64) -> Scenario {
         Scenario {
             sink: Sink::new(stall_probability, 11),
             ops: ops.into(),
             reset_cycles: 2,
             net: VecDeque::new(),
             host: VecDeque::new(),
+            fw: VecDeque::new(),
+            fw_idle_probability,
+            fw_offering: false,
+            fw_rng: StdRng::seed_from_u64(13),
             command: None,
             command_taken: false,
             idle: 0,
@@ -154,7 +171,13 @@ impl Bench<Inputs, Outputs> for Scenario {
             return Some(inputs);
         }
         while !self.busy() {
-            match self.ops.pop_front()? {
+            let Some(op) = self.ops.pop_front() else {
+                if self.fw.is_empty() {
+                    return None;
+                }
+                break;
+            };
+            match op {
                 Op::Command(op, ctx) => {
                     self.command = Some((op, ctx));
                     self.command_taken = false;
@@ -168,15 +191,31 @@ impl Bench<Inputs, Outputs> for Scenario {
                             .map(|beat| (beat, index, len)),
                     )
                 }
+                Op::Firmware(packets) => {
+                    for packet in packets {
+                        self.fw.extend(beats(&packet, &mut self.rng));
+                    }
+                }
                 Op::Idle(cycles) => self.idle = cycles,
             }
         }
-        self.idle = self.idle.saturating_sub(1);
+        if self.fw.is_empty() {
+            self.idle = self.idle.saturating_sub(1);
+        }
         if let Some(beat) = self.net.front() {
             inputs.net_rx_data = beat.data;
             inputs.net_rx_keep = u64::from(beat.keep);
             inputs.net_rx_last = u64::from(beat.last);
             inputs.net_rx_valid = 1;
+        }
+        if !self.fw_offering && !self.fw.is_empty() {
+            self.fw_offering = !self.fw_rng.gen_bool(self.fw_idle_probability);
+        }
+        if let (Some(beat), true) = (self.fw.front(), self.fw_offering) {
+            inputs.fw_tx_data = beat.data;
+            inputs.fw_tx_keep = u64::from(beat.keep);
+            inputs.fw_tx_last = u64::from(beat.last);
+            inputs.fw_tx_valid = 1;
         }
         if let Some((beat, index, len)) = self.host.front() {
             inputs.host_tx_data = beat.data;
@@ -216,6 +255,10 @@ impl Bench<Inputs, Outputs> for Scenario {
         }
         if inputs.host_tx_valid == 1 && out.host_tx_ready == 1 {
             self.host.pop_front();
+        }
+        if inputs.fw_tx_valid == 1 && out.fw_tx_ready == 1 {
+            self.fw.pop_front();
+            self.fw_offering = false;
         }
         if inputs.ctx_valid == 1 && out.ctx_ready == 1 {
             self.command_taken = true;
@@ -337,9 +380,15 @@ fn run(ops: Vec<Op>) -> Seen {
 
 /// `ops` with every output's `ready` dropped with `stall_probability`.
 fn run_stalled(ops: Vec<Op>, stall_probability: f64) -> Seen {
+    run_with(ops, stall_probability, 0.0)
+}
+
+/// `ops` with every output's `ready` dropped with `stall_probability` and `fw_tx_valid`
+/// idling between beats with `fw_idle_probability`.
+fn run_with(ops: Vec<Op>, stall_probability: f64, fw_idle_probability: f64) -> Seen {
     let mut rusthdl = RustHdl::new(SimNicTop::default());
     let mut verilated = Verilated::new(SimNicTop::default());
-    let mut scenario = Scenario::new(ops, stall_probability);
+    let mut scenario = Scenario::new(ops, stall_probability, fw_idle_probability);
     let timing: Timing = lockstep(&mut rusthdl, &mut verilated, &mut scenario);
     timing.report("nic_top scenario");
     scenario.seen
@@ -647,4 +696,260 @@ fn frames_to_the_firmware(stall_probability: f64) {
         ]
     );
     assert_eq!(seen.counters.cnt_to_firmware, 4);
+}
+
+/// The firmware's port in the tests below, apart from the flow's, so their frames can
+/// be told from the datapath's.
+const FW_PORT: u16 = 7_000;
+
+/// A segment the firmware sends (to the peer, from `FW_PORT`).
+fn fw_segment(
+    control: TcpControl,
+    seq: u32,
+    ack: Option<u32>,
+    syn_options: Option<(u16, u8)>,
+) -> SegmentOut {
+    SegmentOut {
+        src_mac: LOCAL_MAC,
+        dst_mac: REMOTE_MAC,
+        src_ip: LOCAL_IP,
+        dst_ip: REMOTE_IP,
+        src_port: FW_PORT,
+        dst_port: REMOTE_PORT,
+        control,
+        seq,
+        ack,
+        window: 0x1234,
+        syn_options,
+    }
+}
+
+/// The `fw_tx` packet for `descriptor` and `payload`: its 40 bytes, then the payload.
+fn fw_packet(descriptor: &TxDescriptor, payload: &[u8]) -> Vec<u8> {
+    let mut packet = descriptor.to_bytes().to_vec();
+    packet.extend_from_slice(payload);
+    packet
+}
+
+/// What leaves `net_tx` for `descriptor` and `payload`: `TxDescriptor::frame`, with
+/// the IPv4 and TCP checksums filled in.
+fn fw_frame(descriptor: &TxDescriptor, payload: &[u8]) -> Vec<u8> {
+    use smoltcp::wire::{EthernetFrame, IpAddress, Ipv4Packet, TcpPacket};
+    let mut frame = vec![0; 1600];
+    let len = descriptor.frame(payload, &mut frame).unwrap();
+    frame.truncate(len);
+    let mut eth = EthernetFrame::new_checked(&mut frame[..]).unwrap();
+    let mut ip = Ipv4Packet::new_checked(eth.payload_mut()).unwrap();
+    ip.fill_checksum();
+    let (src, dst) = (
+        IpAddress::Ipv4(ip.src_addr()),
+        IpAddress::Ipv4(ip.dst_addr()),
+    );
+    let tcp_len = usize::from(ip.total_len()) - usize::from(ip.header_len());
+    TcpPacket::new_unchecked(&mut ip.payload_mut()[..tcp_len]).fill_checksum(&src, &dst);
+    frame
+}
+
+/// The firmware's segments of a connection's life, and descriptors of random fields:
+/// (packet, frame) pairs. SYN, SYN-ACK (with options), the handshake's bare ACK (padded
+/// to 60 bytes), payloads of every length around the join and full size, a SYN-ACK
+/// with payload, FIN, RST.
+fn fw_segments(seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut cases: Vec<(TxDescriptor, Vec<u8>)> = vec![];
+    let mut add = |segment: SegmentOut, payload: Vec<u8>| {
+        cases.push((
+            TxDescriptor::of_segment(&segment, payload.len() as u16),
+            payload,
+        ))
+    };
+    add(
+        fw_segment(TcpControl::Syn, 100, None, Some((1460, 7))),
+        vec![],
+    );
+    add(
+        fw_segment(TcpControl::Syn, 100, Some(900), Some((536, 0))),
+        vec![],
+    );
+    add(fw_segment(TcpControl::None, 101, Some(901), None), vec![]);
+    for len in [1, 2, 3, 5, 6, 7, 8, 9, 10, 100, 1460] {
+        let payload: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        add(fw_segment(TcpControl::Psh, 101, Some(901), None), payload);
+    }
+    add(
+        fw_segment(TcpControl::Syn, 100, Some(900), Some((9000, 14))),
+        b"early".to_vec(),
+    );
+    add(fw_segment(TcpControl::Fin, 2000, Some(901), None), vec![]);
+    add(fw_segment(TcpControl::Rst, 2001, None, None), vec![]);
+    // Any fields: random bytes, flags that `frame` takes (one of SYN, FIN, RST at most,
+    // with PSH and the stray bits 0x60 too, which it drops), the acknowledgment field
+    // whatever ACK says, the options bit either way.
+    for _ in 0..8 {
+        let mut bytes = [0u8; TX_DESCRIPTOR_LEN];
+        rng.fill(&mut bytes[..]);
+        let payload: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
+        let control = [0, 0x01, 0x02, 0x04][rng.gen_range(0..4)];
+        bytes[34] = (bytes[34] & (TX_SYN_OPTIONS | 0x78)) | control;
+        bytes[38..40].copy_from_slice(&(payload.len() as u16).to_le_bytes());
+        cases.push((TxDescriptor::from_bytes(&bytes), payload));
+    }
+    cases
+        .iter()
+        .map(|(d, payload)| (fw_packet(d, payload), fw_frame(d, payload)))
+        .collect()
+}
+
+/// `seen` is `expected`, frame by frame (the first that differs shown, not all of them).
+fn assert_frames(seen: &[Vec<u8>], expected: &[Vec<u8>]) {
+    for (i, (seen, expected)) in seen.iter().zip(expected).enumerate() {
+        assert_eq!(seen, expected, "frame {i}");
+    }
+    assert_eq!(seen.len(), expected.len(), "frames");
+}
+
+/// The firmware's segments back to back on `fw_tx`, each out of `net_tx` as
+/// `TxDescriptor::frame` gives it with checksums filled.
+#[test]
+fn firmware_segments_from_tx_descriptors() {
+    firmware_segments(0.0, 0.0);
+}
+
+/// The same with `fw_tx_valid` idling and the outputs stalling.
+#[test]
+fn firmware_segments_from_tx_descriptors_with_stalls() {
+    firmware_segments(0.6, 0.3);
+}
+
+fn firmware_segments(stall_probability: f64, fw_idle_probability: f64) {
+    let cases = fw_segments(21);
+    let (packets, frames): (Vec<_>, Vec<_>) = cases.into_iter().unzip();
+    let count = frames.len() as u64;
+    let seen = run_with(
+        vec![Op::Firmware(packets), Op::Idle(500)],
+        stall_probability,
+        fw_idle_probability,
+    );
+    assert_frames(&seen.to_network, &frames);
+    assert_eq!(seen.counters.cnt_frames_out, count);
+    assert_eq!(seen.counters.cnt_fw_tx_dropped, 0);
+}
+
+/// The firmware's segments while the datapath acknowledges received FPDUs and sends
+/// the host's: both builders' frames reach the wire whole, each source's in its order.
+#[test]
+fn firmware_and_datapath_frames_share_the_wire() {
+    firmware_and_datapath(0.0, 0.0);
+    firmware_and_datapath(0.5, 0.2);
+}
+
+fn firmware_and_datapath(stall_probability: f64, fw_idle_probability: f64) {
+    const ISS: u32 = 10_000;
+    const IRS: u32 = 20_000;
+    let ctx = Context {
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: false,
+    };
+    let cases = fw_segments(22);
+    let (packets, fw_frames): (Vec<_>, Vec<_>) = cases.into_iter().unzip();
+    let mut ops = vec![Op::Command(0, ctx), Op::Firmware(packets)];
+    let mut datapath_frames = vec![];
+    let mut rcv = IRS;
+    for i in 0..4u8 {
+        let ulpdu: Vec<u8> = (0..300).map(|b| b as u8 ^ i).collect();
+        let payload = fpdus(&[&ulpdu]);
+        ops.push(Op::Frame(segment(
+            true,
+            TcpControl::Psh,
+            rcv,
+            ISS,
+            &payload,
+        )));
+        rcv += payload.len() as u32;
+        datapath_frames.push(segment(false, TcpControl::None, ISS, rcv, &[]));
+    }
+    let mut snd = ISS;
+    for i in 0..3u8 {
+        let ulpdu: Vec<u8> = (0..(64 + 400 * usize::from(i))).map(|b| b as u8).collect();
+        ops.push(Op::Ulpdu(INDEX, ulpdu.clone()));
+        let fpdu = fpdus(&[&ulpdu]);
+        datapath_frames.push(segment(false, TcpControl::Psh, snd, rcv, &fpdu));
+        snd += fpdu.len() as u32;
+    }
+    ops.push(Op::Idle(3_000));
+    let seen = run_with(ops, stall_probability, fw_idle_probability);
+    // Which builder each frame came from, in wire order: they take turns (whole frames).
+    let sources: String = seen
+        .to_network
+        .iter()
+        .map(|frame| if fw_frames.contains(frame) { 'F' } else { 'D' })
+        .collect();
+    assert!(
+        sources.contains("FDF"),
+        "the builders took no turns: {sources}"
+    );
+    let (fw_out, datapath_out): (Vec<_>, Vec<_>) = seen
+        .to_network
+        .into_iter()
+        .partition(|frame| fw_frames.contains(frame));
+    assert_frames(&datapath_out, &datapath_frames);
+    assert_frames(&fw_out, &fw_frames);
+}
+
+/// Malformed packets on `fw_tx`: ones that end before a whole descriptor are dropped,
+/// one that ends with its descriptor goes without payload whatever its length says, a
+/// payload under a length of 0 is dropped; the good packets around them go out, and the
+/// drops are counted.
+#[test]
+fn malformed_firmware_packets_do_not_hold_up_the_next() {
+    malformed_firmware_packets(0.0, 0.0);
+    malformed_firmware_packets(0.6, 0.3);
+}
+
+fn malformed_firmware_packets(stall_probability: f64, fw_idle_probability: f64) {
+    let good = fw_segment(TcpControl::Psh, 5, Some(6), None);
+    let payload: Vec<u8> = (0..77).collect();
+    let good_descriptor = TxDescriptor::of_segment(&good, payload.len() as u16);
+    let good_packet = fw_packet(&good_descriptor, &payload);
+    let good_frame = fw_frame(&good_descriptor, &payload);
+    // Says 300 bytes follow; none do.
+    let no_payload = TxDescriptor::of_segment(&good, 300);
+    // Says none follow; 50 do.
+    let zero_len = TxDescriptor::of_segment(&fw_segment(TcpControl::None, 9, Some(6), None), 0);
+    let dropped_payload = vec![0xA5; 50];
+    let seen = run_with(
+        vec![
+            Op::Firmware(vec![
+                good_descriptor.to_bytes()[..24].to_vec(),
+                good_packet.clone(),
+                good_descriptor.to_bytes()[..8].to_vec(),
+                vec![],
+                good_descriptor.to_bytes()[..32].to_vec(),
+                good_packet.clone(),
+                no_payload.to_bytes().to_vec(),
+                fw_packet(&zero_len, &dropped_payload),
+                good_descriptor.to_bytes()[..39].to_vec(),
+                good_packet.clone(),
+            ]),
+            Op::Idle(500),
+        ],
+        stall_probability,
+        fw_idle_probability,
+    );
+    // The 39-byte packet is five beats, the last short of the payload length's high
+    // byte (not looked at: the packet ends there, so the segment goes without payload).
+    assert_frames(
+        &seen.to_network,
+        &[
+            good_frame.clone(),
+            good_frame.clone(),
+            fw_frame(&no_payload, &[]),
+            fw_frame(&zero_len, &[]),
+            fw_frame(&good_descriptor, &[]),
+            good_frame,
+        ],
+    );
+    assert_eq!(seen.counters.cnt_fw_tx_dropped, 5);
+    assert_eq!(seen.counters.cnt_frames_out, 6);
 }

@@ -1,11 +1,11 @@
 //! The TCP segment builder against `iwnic_proto::net::SegmentOut::emit(..,
-//! Checksums::Offloaded)`, and its frames through `smoltcp::wire` once checksums are
-//! filled in.
+//! Checksums::Offloaded)`, with and without a SYN's options, and its frames through
+//! `smoltcp::wire` once checksums are filled in.
 
 use std::collections::VecDeque;
 
 use iwnic_hdl::tcp_tx::SegmentBuilder;
-use iwnic_proto::net::{Checksums, SegmentOut};
+use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor, TX_SYN_OPTIONS};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smoltcp::phy::ChecksumCapabilities;
@@ -21,8 +21,8 @@ dut! {
     SegmentBuilder, verilated as "tcp_tx",
     inputs {
         reset, desc_src_mac, desc_dst_mac, desc_src_ip, desc_dst_ip, desc_src_port,
-        desc_dst_port, desc_seq, desc_ack, desc_flags, desc_window, desc_payload_len,
-        desc_valid, payload_data, payload_keep, payload_last, payload_valid, frame_ready,
+        desc_dst_port, desc_seq, desc_ack, desc_flags, desc_window, desc_syn_options,
+        desc_mss, desc_window_shift, desc_payload_len, desc_valid, payload_data, payload_keep, payload_last, payload_valid, frame_ready,
     }
     outputs {
         desc_ready, payload_ready, frame_data, frame_keep, frame_last, frame_valid,
@@ -63,30 +63,35 @@ impl Segment {
         }
     }
 
-    /// The TCP flags byte: ACK, and PSH for `TcpControl::Psh`.
-    fn flags(&self) -> u8 {
-        match self.out.control {
-            TcpControl::Psh => 0x18,
-            TcpControl::None => 0x10,
-            other => panic!("no descriptor for {other:?}"),
-        }
+    /// A SYN or SYN-ACK with the MSS and window scale options (smoltcp takes a shift up
+    /// to 14), and `payload_len` bytes of payload, which the builder takes as any other.
+    fn random_syn(payload_len: usize, rng: &mut StdRng) -> Segment {
+        let mut segment = Segment::random(payload_len, rng);
+        segment.out.control = TcpControl::Syn;
+        segment.out.ack = rng.gen::<bool>().then(|| rng.gen());
+        segment.out.syn_options = Some((rng.gen_range(536..=9000), rng.gen_range(0..=14)));
+        segment
     }
 
-    /// The descriptor ports (valid high).
+    /// The descriptor ports (valid high), the fields the firmware's TX descriptor gives.
     fn descriptor(&self) -> Inputs {
+        let d = TxDescriptor::of_segment(&self.out, self.payload.len() as u16);
         let number = |bytes: &[u8]| bytes.iter().fold(0u64, |n, &b| n << 8 | u64::from(b));
         Inputs {
-            desc_src_mac: number(&self.out.src_mac),
-            desc_dst_mac: number(&self.out.dst_mac),
-            desc_src_ip: number(&self.out.src_ip),
-            desc_dst_ip: number(&self.out.dst_ip),
-            desc_src_port: self.out.src_port.into(),
-            desc_dst_port: self.out.dst_port.into(),
-            desc_seq: self.out.seq.into(),
-            desc_ack: self.out.ack.unwrap().into(),
-            desc_flags: self.flags().into(),
-            desc_window: self.out.window.into(),
-            desc_payload_len: self.payload.len() as u64,
+            desc_src_mac: number(&d.src_mac),
+            desc_dst_mac: number(&d.dst_mac),
+            desc_src_ip: number(&d.src_ip),
+            desc_dst_ip: number(&d.dst_ip),
+            desc_src_port: d.src_port.into(),
+            desc_dst_port: d.dst_port.into(),
+            desc_seq: d.seq.into(),
+            desc_ack: d.ack.into(),
+            desc_flags: (d.flags & !TX_SYN_OPTIONS).into(),
+            desc_window: d.window.into(),
+            desc_syn_options: u64::from(d.flags & TX_SYN_OPTIONS != 0),
+            desc_mss: d.mss.into(),
+            desc_window_shift: d.window_shift.into(),
+            desc_payload_len: d.payload_len.into(),
             desc_valid: 1,
             ..Default::default()
         }
@@ -138,7 +143,12 @@ impl Segment {
         assert_eq!(ip_repr.dst_addr.octets(), self.out.dst_ip);
         assert_eq!(ip_repr.next_header, IpProtocol::Tcp);
         assert_eq!(ip_repr.hop_limit, 64);
-        assert_eq!(ip_repr.payload_len, 20 + self.payload.len());
+        let tcp_header_len = if self.out.syn_options.is_some() {
+            28
+        } else {
+            20
+        };
+        assert_eq!(ip_repr.payload_len, tcp_header_len + self.payload.len());
         assert!(ip.dont_frag());
         let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
         let tcp_repr = TcpRepr::parse(&tcp, &src, &dst, &caps).unwrap();
@@ -148,9 +158,13 @@ impl Segment {
         assert_eq!(tcp_repr.seq_number, TcpSeqNumber(self.out.seq as i32));
         assert_eq!(
             tcp_repr.ack_number,
-            Some(TcpSeqNumber(self.out.ack.unwrap() as i32))
+            self.out.ack.map(|ack| TcpSeqNumber(ack as i32))
         );
         assert_eq!(tcp_repr.window_len, self.out.window);
+        assert_eq!(
+            (tcp_repr.max_seg_size, tcp_repr.window_scale),
+            self.out.syn_options.unzip()
+        );
         assert_eq!(tcp_repr.payload, &self.payload[..]);
     }
 }
@@ -270,6 +284,8 @@ impl Bench<Inputs, Outputs> for BuilderBench {
             None => Inputs {
                 desc_src_mac: self.noise.gen::<u64>() >> 16,
                 desc_seq: self.noise.gen::<u32>().into(),
+                desc_syn_options: self.noise.gen::<bool>().into(),
+                desc_mss: self.noise.gen::<u16>().into(),
                 desc_payload_len: self.noise.gen::<u16>().into(),
                 ..Default::default()
             },
@@ -355,6 +371,21 @@ fn segments(lengths: impl IntoIterator<Item = usize>, seed: u64) -> Vec<Segment>
         .collect()
 }
 
+/// Segments of `lengths`, each with the SYN options or without at random (about half).
+fn mixed_segments(lengths: impl IntoIterator<Item = usize>, seed: u64) -> Vec<Segment> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    lengths
+        .into_iter()
+        .map(|len| {
+            if rng.gen() {
+                Segment::random_syn(len, &mut rng)
+            } else {
+                Segment::random(len, &mut rng)
+            }
+        })
+        .collect()
+}
+
 fn one_batch(segments: Vec<Segment>) -> Vec<Batch> {
     vec![Batch {
         segments,
@@ -362,9 +393,10 @@ fn one_batch(segments: Vec<Segment>) -> Vec<Batch> {
     }]
 }
 
-/// Output beats of a frame with `len` payload bytes.
-fn frame_beats(len: usize) -> u64 {
-    (54 + len).max(60).div_ceil(8) as u64
+/// Output beats of a frame with `len` payload bytes, with or without the SYN options.
+fn frame_beats(len: usize, syn_options: bool) -> u64 {
+    let headers = if syn_options { 62 } else { 54 };
+    (headers + len).max(60).div_ceil(8) as u64
 }
 
 /// The reference puts the header fields where the module docs' beat map says.
@@ -452,7 +484,7 @@ fn tcp_tx_random_segments_under_random_stalls() {
 #[test]
 fn tcp_tx_back_to_back_exact_cycles() {
     let lengths: Vec<usize> = (0..=20).chain([0, 0, 1, 1460, 0, 1459, 7, 8, 9]).collect();
-    let beats: u64 = lengths.iter().map(|&len| frame_beats(len)).sum();
+    let beats: u64 = lengths.iter().map(|&len| frame_beats(len, false)).sum();
     let (timing, bench) = run(
         one_batch(segments(lengths.clone(), 300)),
         (0.0, 0.0, 0.0),
@@ -486,7 +518,7 @@ fn tcp_tx_reset_mid_frame() {
     let batches = vec![
         cut(11, 400),
         cut(20, 401),
-        cut(10 + frame_beats(150) - 2, 402),
+        cut(10 + frame_beats(150, false) - 2, 402),
         Batch {
             segments: segments([0, 9, 1000], 403),
             reset_at: None,
@@ -511,4 +543,98 @@ fn tcp_tx_reset_mid_frame() {
         })
         .collect();
     run(batches, (0.3, 0.3, 0.3), 410);
+}
+
+/// The reference puts the SYN options where the module docs' beat map says: beat 6 ends
+/// with the MSS option's kind and length, beat 7 is the rest and the first 2 payload
+/// bytes.
+#[test]
+fn tcp_tx_syn_options_reference_layout() {
+    let syn_ack = |payload: &[u8]| Segment {
+        out: SegmentOut {
+            src_mac: [0x02, 0, 0, 0, 0, 0x0A],
+            dst_mac: [0x02, 0, 0, 0, 0, 0x0B],
+            src_ip: [10, 0, 0, 1],
+            dst_ip: [10, 0, 0, 2],
+            src_port: 0x1234,
+            dst_port: 0x5678,
+            control: TcpControl::Syn,
+            seq: 0x0102_0304,
+            ack: Some(0x0506_0708),
+            window: 0xFFFF,
+            syn_options: Some((0x05B4, 7)),
+        },
+        payload: payload.to_vec(),
+    };
+    let expected = |total_len: u8, payload: &[u8]| {
+        let mut frame = vec![];
+        frame.extend([0x02, 0, 0, 0, 0, 0x0B, 0x02, 0, 0, 0, 0, 0x0A, 0x08, 0x00]);
+        frame.extend([
+            0x45, 0, 0, total_len, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]);
+        frame.extend([0x12, 0x34, 0x56, 0x78, 1, 2, 3, 4, 5, 6, 7, 8, 0x70, 0x12]);
+        frame.extend([0xFF, 0xFF, 0, 0, 0, 0, 2, 4, 0x05, 0xB4, 3, 3, 7, 0]);
+        frame.extend(payload);
+        frame
+    };
+    // 62 bytes without payload: no padding.
+    assert_eq!(syn_ack(b"").expected_frame(), expected(48, b""));
+    assert_eq!(syn_ack(b"hi!").expected_frame(), expected(51, b"hi!"));
+    // The beats' byte counts: the last is 6 bytes; 2 payload bytes end beat 7; a third
+    // makes a tail beat.
+    run(
+        one_batch(vec![syn_ack(b""), syn_ack(b"hi"), syn_ack(b"hi!")]),
+        (0.0, 0.0, 0.0),
+        2,
+    );
+}
+
+/// Segments with and without the SYN options mixed, payloads 0 to 40 bytes (every
+/// length mod 8 around the join) and full-size ones, under stalls on every side.
+#[test]
+fn tcp_tx_syn_options_under_random_stalls() {
+    let lengths: Vec<usize> = (0..=40).chain(1450..=1460).chain(0..=40).collect();
+    for (i, probabilities) in [(0.0, 0.0, 0.0), (0.3, 0.3, 0.3), (0.5, 0.1, 0.6)]
+        .into_iter()
+        .enumerate()
+    {
+        let seed = 500 + 10 * i as u64;
+        let (timing, _) = run(
+            one_batch(mixed_segments(lengths.clone(), seed)),
+            probabilities,
+            seed,
+        );
+        timing.report(&format!(
+            "tcp_tx, SYN options mixed in, stalls {probabilities:?}"
+        ));
+    }
+}
+
+/// The options cost no cycle beyond their 8 bytes: back to back, with and without them
+/// mixed, the output still carries a beat on every cycle.
+#[test]
+fn tcp_tx_syn_options_back_to_back_exact_cycles() {
+    let lengths: Vec<usize> = (0..=20).chain([0, 0, 1, 1460, 0, 1459, 7, 8, 9]).collect();
+    let segments = mixed_segments(lengths, 600);
+    let beats: u64 = segments
+        .iter()
+        .map(|s| frame_beats(s.payload.len(), s.out.syn_options.is_some()))
+        .sum();
+    assert!(segments.iter().any(|s| s.out.syn_options.is_some()));
+    assert!(segments.iter().any(|s| s.out.syn_options.is_none()));
+    let (timing, bench) = run(one_batch(segments), (0.0, 0.0, 0.0), 600);
+    assert_eq!(bench.bubbles, 0, "idle cycles between or within frames");
+    assert_eq!(timing.cycles, 2 + 2 + beats);
+}
+
+#[test]
+fn tcp_tx_lints_clean() {
+    use rust_hdl::prelude::*;
+    let mut uut = SegmentBuilder::default();
+    uut.connect_all();
+    iwnic_hdl::verilator::lint(
+        &generate_verilog(&uut),
+        &crate::dut::work_dir().join("lint-tcp_tx"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
