@@ -434,19 +434,23 @@ fn tcp_tx_reference_layout() {
 #[test]
 fn tcp_tx_every_short_length_under_random_stalls() {
     let lengths: Vec<usize> = (0..=80).chain(1450..=1460).collect();
+    under_three_stall_settings(
+        |seed| segments(lengths.clone(), seed),
+        100,
+        "payloads 0-80 and 1450-1460 bytes",
+    );
+}
+
+/// One batch from `make(seed)` without stalls, with light ones on every side and with
+/// heavy, uneven ones; each run's timing reported under `what`.
+fn under_three_stall_settings(make: impl Fn(u64) -> Vec<Segment>, seed_base: u64, what: &str) {
     for (i, probabilities) in [(0.0, 0.0, 0.0), (0.3, 0.3, 0.3), (0.5, 0.1, 0.6)]
         .into_iter()
         .enumerate()
     {
-        let seed = 100 + 10 * i as u64;
-        let (timing, _) = run(
-            one_batch(segments(lengths.clone(), seed)),
-            probabilities,
-            seed,
-        );
-        timing.report(&format!(
-            "tcp_tx, payloads 0-80 and 1450-1460 bytes, stalls {probabilities:?}"
-        ));
+        let seed = seed_base + 10 * i as u64;
+        let (timing, _) = run(one_batch(make(seed)), probabilities, seed);
+        timing.report(&format!("tcp_tx, {what}, stalls {probabilities:?}"));
     }
 }
 
@@ -594,20 +598,11 @@ fn tcp_tx_syn_options_reference_layout() {
 #[test]
 fn tcp_tx_syn_options_under_random_stalls() {
     let lengths: Vec<usize> = (0..=40).chain(1450..=1460).chain(0..=40).collect();
-    for (i, probabilities) in [(0.0, 0.0, 0.0), (0.3, 0.3, 0.3), (0.5, 0.1, 0.6)]
-        .into_iter()
-        .enumerate()
-    {
-        let seed = 500 + 10 * i as u64;
-        let (timing, _) = run(
-            one_batch(mixed_segments(lengths.clone(), seed)),
-            probabilities,
-            seed,
-        );
-        timing.report(&format!(
-            "tcp_tx, SYN options mixed in, stalls {probabilities:?}"
-        ));
-    }
+    under_three_stall_settings(
+        |seed| mixed_segments(lengths.clone(), seed),
+        500,
+        "SYN options mixed in",
+    );
 }
 
 /// The options cost no cycle beyond their 8 bytes: back to back, with and without them
