@@ -25,7 +25,10 @@ counters! {
     frames_received,
     /// Frames queued on the firmware TX queue.
     frames_sent,
-    /// Frames that were not IPv4/TCP, had a bad checksum, or were not for this NIC.
+    /// Frames the firmware would not take: a descriptor that does not fit its frame, zero
+    /// ports, flags or options TCP does not allow, another address, or (with
+    /// `Checksums::Software`) a bad checksum. The datapath's parser drops the frames that
+    /// are not IPv4/TCP or fail their checksums before they get here.
     frames_ignored,
     /// Segments for no connection and no listener, answered with RST.
     segments_unmatched,

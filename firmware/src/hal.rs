@@ -12,9 +12,9 @@ use crate::counters::Counters;
 /// Largest Ethernet frame (without FCS) the firmware sends or accepts.
 pub const MAX_FRAME_LEN: usize = 1518;
 
-/// Largest TCP payload of a segment the firmware sends: a largest frame's, without
-/// options.
-pub const MAX_TX_PAYLOAD: usize = MAX_FRAME_LEN - 54;
+/// Largest TCP payload of a segment the firmware sends: what a largest frame holds
+/// behind headers with the SYN options (62 bytes).
+pub const MAX_TX_PAYLOAD: usize = MAX_FRAME_LEN - 62;
 
 /// One segment to send, as a firmware TX queue slot holds it: the descriptor the
 /// datapath builds the frame's headers from, then the payload, word-aligned (on the

@@ -316,9 +316,6 @@ pub(crate) enum PrivateData<'p> {
 /// Write `segment` with `payload` into the Nic's transmit slot and queue it: the
 /// datapath builds the headers from the descriptor.
 fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, payload: &[u8]) {
-    if segment.control == TcpControl::Rst {
-        counters.resets_sent += 1;
-    }
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
     let slot = nic.transmit_slot();
     let Some(room) = slot.payload.get_mut(..payload.len()) else {
@@ -328,6 +325,9 @@ fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, 
     slot.descriptor = TxDescriptor::of_segment(segment, payload.len() as u16);
     nic.transmit_segment();
     counters.frames_sent += 1;
+    if segment.control == TcpControl::Rst {
+        counters.resets_sent += 1;
+    }
 }
 
 /// What a host handle names.

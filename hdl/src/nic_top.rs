@@ -44,11 +44,14 @@
 //!   the MSS and window scale options after the TCP header; 35 window scale shift; 36–37
 //!   MSS; 38–39 payload length; numbers little-endian. The datapath builds the frame
 //!   from it, the one `TxDescriptor::frame` gives (for flags it refuses, two of SYN, FIN
-//!   and RST, the flags as given), and sends it with its IPv4 and TCP checksums filled in
-//!   (checksum offload). A packet that ends before its fifth beat is dropped; one that
-//!   ends on it goes without payload whatever its payload length says; a payload under a
-//!   payload length of 0 is dropped and the frame goes without it. Both drops are
-//!   counted (`cnt_fw_tx_dropped`), and neither holds up the packets after.
+//!   and RST, the low five flag bits without PSH), and sends it with its IPv4 and TCP
+//!   checksums filled in (checksum offload). A packet that ends before its fifth beat is
+//!   dropped; one that ends on it goes without payload whatever its payload length says;
+//!   a payload under a payload length of 0 is dropped and the frame goes without it. Both
+//!   drops are counted (`cnt_fw_tx_dropped`), and neither holds up the packets after. A
+//!   payload of another nonzero length than the descriptor says is sent as it comes,
+//!   under an IPv4 length from the descriptor (a frame the peer refuses or reads short;
+//!   `TxDescriptor::frame` gives none): the firmware never writes one.
 //! - `ctx_*`: the flow-context register window. With `ctx_valid` high and `ctx_ready`
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
@@ -158,19 +161,29 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 11,772 LUT4 (48 % of the device), 9,405 FF, 43 of 56 DP16KD,
-//! 119.4 MHz with the default placement; the same netlist placed with nextpnr's seeds 1
-//! to 5 (`--seed N`): 128.5, 133.4, 131.1, 135.3 and 126.7 MHz. The default placement's
-//! critical path runs from `fpdu_slice`'s full flag through `mpa_tx`'s ready into the
-//! controller's state (the end of a host ULPDU in TxStream): 5 logic levels, 8.4 ns;
-//! seed 5's is the receive handshake (`raw_bank_free`) into `bank_busy`, 7.9 ns. Before
-//! `ctx_op` 3 (whose command decode, now two registers set as a command is taken,
-//! replaced `cmd_op == 0` compares in the context writes: 447 LUT4 fewer) the default
-//! placement gave 128.3 MHz and seeds 1 to 5 129.6, 130.1, 129.0, 126.6 and 114.2, the
-//! critical paths then the receive handshake into the header fields' enables (7.8 ns)
-//! and `tx_checksum`'s ring fill into `in_ready` (seed 5, 8.8 ns). So the design meets
-//! 125 MHz in five placements of six either way, with little margin, and a small change
-//! moves the default placement across it: a registered ring-room flag for that path
+//! asked for 125 MHz): 12,594 LUT4 (52 % of the device), 10,578 FF, 43 of 56 DP16KD,
+//! 134.0 MHz with the default placement; the same netlist placed with nextpnr's seeds 1
+//! to 5 (`--seed N`): 131.3, 122.8, 106.4, 120.2 and 129.5 MHz. Three of those six
+//! placements' critical paths are in the firmware's segment builder (the firmware
+//! slice's full flag or the builder's phase into its `tail_keep` or `carry`, 5 logic
+//! levels, 7.7–9.4 ns); the default's is the datapath builder's `has_payload` into
+//! `tail_keep` (7.5 ns), seed 1's in `mpa_rx`, seed 2's in the host queue. Loading
+//! `tail_keep` and `carry` every cycle with what their phase hands on (no handshake in
+//! front of them) took them off every critical path but averaged 119.8 MHz over the six
+//! placements (against 124.0), the builder's header mux then the limit: not kept. With
+//! the RX descriptors alone (11,874 LUT4, 9,618 FF) the default placement gave 123.4 MHz;
+//! before them (11,772 LUT4, 9,405 FF) 119.4, and seeds 1 to 5 128.5, 133.4, 131.1, 135.3
+//! and 126.7, the default's critical path from `fpdu_slice`'s full flag through
+//! `mpa_tx`'s ready into the controller's state (the end of a host ULPDU in TxStream),
+//! 8.4 ns. Before `ctx_op` 3 (whose command decode, now two registers set as a command
+//! is taken, replaced `cmd_op == 0` compares in the context writes: 447 LUT4 fewer) the
+//! default placement gave 128.3 MHz and seeds 1 to 5 129.6, 130.1, 129.0, 126.6 and
+//! 114.2, the critical paths then the receive handshake into the header fields' enables
+//! (7.8 ns) and `tx_checksum`'s ring fill into `in_ready` (seed 5, 8.8 ns). So those
+//! netlists met 125 MHz in five placements of six, and this one, with the firmware's own
+//! builder, in three (mean 124.0 MHz): the next step is a register in front of that
+//! builder's header mux, or a seed sweep in the board flow. The margin was always thin,
+//! and a small change moves the default placement across it: a registered ring-room flag for that path
 //! measured 120.8 MHz with the default seed (critical path: `mpa_rx`'s CRC verdict into
 //! its failed flag) and was not kept. The round before ended at 119.1 MHz (117.0–121.9
 //! over seeds 1 and 2), with the worst path moving with the placement among some twenty

@@ -1,8 +1,10 @@
 //! Ethernet II / IPv4 / TCP frames for the firmware's control segments and the
-//! testbench's peers: [`TcpFrameRepr`] parses and emits through `smoltcp::wire`; the
-//! firmware's fast path ([`TcpSegment`], [`SegmentOut`]) reads and writes the headers at
-//! constant offsets, held to it by property tests, and leaves the checksums to
-//! `smoltcp`.
+//! testbench's peers: [`TcpFrameRepr`] parses and emits through `smoltcp::wire`;
+//! [`TcpSegment`] and [`SegmentOut`] read and write the headers at constant offsets, held
+//! to it by property tests, and leave the checksums to `smoltcp`. Between the firmware
+//! and the datapath, headers travel as descriptors: [`RxDescriptor`] (the parser's
+//! fields ahead of a received frame, read by [`TcpSegment::from_descriptor`]) and
+//! [`TxDescriptor`] (a segment to send, from which the datapath builds the frame).
 
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
@@ -25,7 +27,7 @@ pub enum Checksums {
     #[default]
     Software,
     /// The datapath does: received frames were verified before they got here, and
-    /// transmitted frames leave with the fields zero for the datapath to fill.
+    /// frames written here leave with the fields zero for the datapath to fill.
     Offloaded,
 }
 
@@ -234,9 +236,10 @@ impl<'a> TcpFrameRepr<'a> {
 }
 
 /// A TCP segment read in place: the fields the connection path acts on, with TCP options
-/// parsed only when asked for. The firmware's fast path; [`TcpFrameRepr`] is the full
-/// representation. Parsing accepts and refuses exactly what [`TcpFrameRepr::parse_with`]
-/// does (a property test holds them together).
+/// parsed only when asked for. The firmware reads it from a frame's descriptor
+/// ([`TcpSegment::from_descriptor`]); [`TcpSegment::parse`] reads it from the frame alone,
+/// accepting and refusing exactly what [`TcpFrameRepr::parse_with`] does (a property
+/// test holds them together; [`TcpFrameRepr`] is the full representation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
     /// Addresses where they lie in the frame: the firmware copies one only when it keeps it.
@@ -468,7 +471,9 @@ impl RxDescriptor {
     };
 
     /// The descriptor the datapath writes for `frame`, or why its parser drops it (the
-    /// checksums verified). The reference the datapath is held to.
+    /// checksums verified). The reference of the descriptor's fields; which frames reach
+    /// the firmware at all is the datapath's decision beside it (its parser also drops
+    /// frames over 1,518 bytes, the datapath those for other addresses).
     pub fn of_frame(frame: &[u8]) -> core::result::Result<RxDescriptor, FrameError> {
         let located = locate_tcp(frame, Checksums::Software)?;
         let h = located.tcp_header;
@@ -535,8 +540,7 @@ pub const TX_SYN_OPTIONS: u8 = 0x80;
 /// checksums, so the firmware writes ten words where the headers are 54 to 62 bytes
 /// that a core without byte-swap instructions would store one at a time (header
 /// generation is the datapath's work in DESIGN.md's partition). The frame it builds is
-/// byte for byte [`SegmentOut::emit`]'s with offloaded checksums ([`TxDescriptor::frame`]
-/// is the reference), checksums then filled.
+/// byte for byte [`SegmentOut::emit`]'s ([`TxDescriptor::frame`] is the reference).
 ///
 /// Layout, byte offsets (the struct's own layout on a little-endian core, so firmware
 /// writes it in place in a queue slot):
@@ -645,12 +649,18 @@ impl TxDescriptor {
         })
     }
 
-    /// The frame the datapath builds from this descriptor and `payload`, checksums left
-    /// zero for its checksum insertion; its length.
-    pub fn frame(&self, payload: &[u8], buffer: &mut [u8]) -> Result<usize> {
+    /// The frame the datapath builds from this descriptor and `payload`, with the
+    /// checksums filled in (`Software`, as the datapath sends it) or left zero
+    /// (`Offloaded`, as its segment builder hands it to checksum insertion); its length.
+    /// `Malformed` for a descriptor the firmware never writes: flags no segment has, or
+    /// a payload length other than `payload`'s.
+    pub fn frame(&self, payload: &[u8], buffer: &mut [u8], checksums: Checksums) -> Result<usize> {
+        if usize::from(self.payload_len) != payload.len() {
+            return Err(Error::Malformed);
+        }
         self.segment()
             .ok_or(Error::Malformed)?
-            .emit(payload, buffer, Checksums::Offloaded)
+            .emit(payload, buffer, checksums)
     }
 
     pub fn from_bytes(bytes: &[u8; TX_DESCRIPTOR_LEN]) -> TxDescriptor {
@@ -753,10 +763,11 @@ impl SegmentOut {
     /// Write the frame; the same bytes [`TcpFrameRepr::emit_with`] writes for the same
     /// segment (IPv4 without options, identification 0, DF).
     ///
-    /// The firmware's fast path: the headers are one fixed-size array written at constant
-    /// offsets after a single bounds check, where `smoltcp`'s setters check and locate
-    /// every field on its own (about half the instructions on riscv32). The software
-    /// checksums are left to `smoltcp`.
+    /// The headers are one fixed-size array written at constant offsets after a single
+    /// bounds check, where `smoltcp`'s setters check and locate every field on its own
+    /// (about half the instructions on riscv32, when the firmware still wrote frames).
+    /// The software checksums are left to `smoltcp`. The reference of the frames the
+    /// datapath builds ([`TxDescriptor::frame`]) and of the model's.
     #[inline]
     pub fn emit(&self, payload: &[u8], buffer: &mut [u8], checksums: Checksums) -> Result<usize> {
         const IP: usize = ETHERNET_HEADER_LEN;
@@ -814,7 +825,7 @@ impl SegmentOut {
 
 /// Fill the IPv4 header and TCP checksums of the packet at the start of `ip` (no IPv4
 /// options, `tcp_len` bytes of segment). Out of line: the offloaded case, which inlines
-/// the rest of the segment builder, keeps its registers for the headers.
+/// the rest of [`SegmentOut::emit`], keeps its registers for the headers.
 #[inline(never)]
 fn fill_checksums(ip: &mut [u8], tcp_len: usize) {
     let mut ip = Ipv4Packet::new_unchecked(ip);

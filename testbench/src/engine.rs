@@ -3,7 +3,8 @@
 //! an engine plus its firmware and its host endpoint ([`crate::nic`]).
 //!
 //! Ports, as DESIGN.md draws them: the network (frames in and out), the firmware port
-//! (its RX and TX frame queues, the flow-context register window, datapath reports) and
+//! (its RX and TX queues of descriptors with frames and segments, the flow-context
+//! register window, datapath reports) and
 //! the host port (ULPDUs tagged with a connection index, both ways).
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite};
@@ -29,6 +30,9 @@ pub struct DatapathCounters {
     pub length_errors: u64,
     /// ULPDUs from the host for no flow in FPDU mode, or too long for one segment.
     pub host_ulpdus_refused: u64,
+    /// Firmware TX packets too short for their descriptor, or with payload under a
+    /// payload length of 0 (the model: every packet it cannot build a frame from).
+    pub firmware_segments_dropped: u64,
 }
 
 /// One NIC's datapath.
@@ -41,7 +45,7 @@ pub trait Engine: Send {
     /// The next frame leaving for the network.
     fn net_transmit(&mut self) -> Option<Vec<u8>>;
 
-    /// The next frame steered to the firmware.
+    /// The next frame steered to the firmware, behind its `RxDescriptor` (32 bytes).
     fn firmware_receive(&mut self) -> Option<Vec<u8>>;
     /// A segment from the firmware: its `TxDescriptor` (40 bytes) and payload, from
     /// which the datapath builds the frame and fills its checksums.

@@ -92,7 +92,7 @@ ports! {
         cnt_frames_in, cnt_frames_out, cnt_bad_checksum, cnt_oversized, cnt_malformed,
         cnt_not_tcp, cnt_not_for_us, cnt_to_firmware, cnt_out_of_order, cnt_duplicates,
         cnt_acks_sent, cnt_fpdus_in, cnt_fpdus_out, cnt_crc_errors, cnt_length_errors,
-        cnt_host_refused, cnt_insert_full,
+        cnt_host_refused, cnt_insert_full, cnt_fw_tx_dropped,
     }
 }
 
@@ -884,6 +884,7 @@ impl<P: PortSim> Engine for HdlEngine<P> {
             crc_errors: c(OutPort::cnt_crc_errors),
             length_errors: c(OutPort::cnt_length_errors),
             host_ulpdus_refused: c(OutPort::cnt_host_refused),
+            firmware_segments_dropped: c(OutPort::cnt_fw_tx_dropped),
         }
     }
 }

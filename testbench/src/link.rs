@@ -66,8 +66,9 @@ pub struct Link {
     /// The drop, duplicate and reorder draws, taken for every frame.
     rng: StdRng,
     /// The corruption draws, taken only for frames with TCP payload. A stream of their own
-    /// makes which payload frame is hit depend on the seed and the payload frames alone,
-    /// not on how many bare ACKs (a matter of timing) went before it.
+    /// makes which payload frame is hit depend on the seed and the payload frames alone
+    /// (on a link that drops nothing: a dropped frame takes no corruption draw), not on
+    /// how many bare ACKs (a matter of timing) went before it.
     corrupt_rng: StdRng,
     in_flight: BTreeMap<(u64, u64), (Direction, Vec<u8>)>,
     sent_order: u64,

@@ -76,21 +76,24 @@ impl Slot for RxSlot {
     };
 }
 
-/// A firmware TX queue slot as a string: its payload (the descriptor rides beside it).
-impl AsRef<[u8]> for TxSlot {
+/// A firmware TX queue slot in a [`Ring`], as a string: its payload (the descriptor
+/// rides beside it).
+struct QueuedTxSlot(TxSlot);
+
+impl AsRef<[u8]> for QueuedTxSlot {
     fn as_ref(&self) -> &[u8] {
-        &self.payload
+        &self.0.payload
     }
 }
 
-impl AsMut<[u8]> for TxSlot {
+impl AsMut<[u8]> for QueuedTxSlot {
     fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.payload
+        &mut self.0.payload
     }
 }
 
-impl Slot for TxSlot {
-    const EMPTY: Self = TxSlot::ZERO;
+impl Slot for QueuedTxSlot {
+    const EMPTY: Self = QueuedTxSlot(TxSlot::ZERO);
 }
 
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
@@ -184,7 +187,7 @@ pub struct MemoryNic {
 /// The part of [`MemoryNic`] the firmware acts on: output queues and flow contexts.
 #[derive(Default)]
 pub struct MemoryOut {
-    tx: Ring<4, TxSlot>,
+    tx: Ring<4, QueuedTxSlot>,
     records: Ring<4, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
     flows: [Option<FlowContext>; FLOWS],
@@ -218,11 +221,11 @@ impl Hal for MemoryNic {
 
 impl Nic for MemoryOut {
     fn transmit_slot(&mut self) -> &mut TxSlot {
-        self.tx.next_slot()
+        &mut self.tx.next_slot().0
     }
     fn transmit_segment(&mut self) {
         // A full queue drops the segment, like the hardware TX queue.
-        let len = self.tx.next_slot().payload().len();
+        let len = self.tx.next_slot().0.payload().len();
         self.tx.commit(len);
     }
     fn host_space(&self) -> usize {
@@ -310,14 +313,12 @@ impl Initiator {
     fn receive(&mut self, nic: &mut MemoryNic) -> Result<TcpControl, &'static str> {
         // The frame the datapath builds from the NIC's descriptor, checksums filled.
         let (slot, _) = nic.out.tx.head().ok_or("the NIC sent nothing")?;
-        let segment = slot
-            .descriptor
-            .segment()
-            .ok_or("the NIC sent a bad descriptor")?;
         let mut frame = [0u8; FRAME];
-        let len = segment
-            .emit(slot.payload(), &mut frame, Checksums::Software)
-            .map_err(|_| "the NIC's segment does not fit a frame here")?;
+        let len = slot
+            .0
+            .descriptor
+            .frame(slot.0.payload(), &mut frame, Checksums::Software)
+            .map_err(|_| "the NIC sent a bad descriptor, or one too long for here")?;
         nic.out.tx.pop();
         let f = TcpFrameRepr::parse(&frame[..len]).map_err(|_| "the NIC sent a bad frame")?;
         if f.tcp.dst_port != self.port {

@@ -134,16 +134,13 @@ impl Nic for ScriptedNic {
     }
     fn transmit_segment(&mut self) {
         // The frame the datapath builds from the descriptor, its checksums filled.
-        let segment = self
-            .tx_slot
+        let slot = &self.tx_slot;
+        let mut frame = vec![0; iwnic_firmware::MAX_FRAME_LEN];
+        let len = slot
             .descriptor
-            .segment()
-            .expect("the firmware describes segments it can send");
-        let payload = self.tx_slot.payload();
-        let mut frame = vec![0; segment.buffer_len(payload.len())];
-        segment
-            .emit(payload, &mut frame, Checksums::Software)
-            .expect("a described segment fits its frame");
+            .frame(slot.payload(), &mut frame, Checksums::Software)
+            .expect("the firmware describes segments the datapath can build");
+        frame.truncate(len);
         self.tx.push(frame);
     }
     fn host_space(&self) -> usize {
