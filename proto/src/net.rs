@@ -492,6 +492,13 @@ impl RxDescriptor {
         })
     }
 
+    /// A firmware RX queue packet split into its descriptor and its frame; `None` if it
+    /// is shorter than a descriptor.
+    pub fn split_packet(packet: &[u8]) -> Option<(RxDescriptor, &[u8])> {
+        let (descriptor, frame) = packet.split_first_chunk::<RX_DESCRIPTOR_LEN>()?;
+        Some((RxDescriptor::from_bytes(descriptor), frame))
+    }
+
     pub fn from_bytes(bytes: &[u8; RX_DESCRIPTOR_LEN]) -> RxDescriptor {
         let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
         let le32 = |at: usize| {
@@ -661,6 +668,13 @@ impl TxDescriptor {
         self.segment()
             .ok_or(Error::Malformed)?
             .emit(payload, buffer, checksums)
+    }
+
+    /// A firmware TX queue packet split into its descriptor and its payload; `None` if
+    /// it is shorter than a descriptor.
+    pub fn split_packet(packet: &[u8]) -> Option<(TxDescriptor, &[u8])> {
+        let (descriptor, payload) = packet.split_first_chunk::<TX_DESCRIPTOR_LEN>()?;
+        Some((TxDescriptor::from_bytes(descriptor), payload))
     }
 
     pub fn from_bytes(bytes: &[u8; TX_DESCRIPTOR_LEN]) -> TxDescriptor {

@@ -8,6 +8,15 @@
 //! the host port (ULPDUs tagged with a connection index, both ways).
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite};
+use iwnic_proto::net::TxDescriptor;
+
+/// A segment as the firmware queues it for [`Engine::firmware_transmit`]: its descriptor's
+/// bytes, then the payload.
+pub fn firmware_tx_packet(descriptor: &TxDescriptor, payload: &[u8]) -> Vec<u8> {
+    let mut packet = descriptor.to_bytes().to_vec();
+    packet.extend_from_slice(payload);
+    packet
+}
 
 /// Datapath counters, read through the register window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

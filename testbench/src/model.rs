@@ -21,9 +21,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, MAX_FRAME_LEN};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
-use iwnic_proto::net::{
-    Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor, TX_DESCRIPTOR_LEN,
-};
+use iwnic_proto::net::{Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
 
 use crate::engine::{DatapathCounters, Engine};
@@ -228,14 +226,11 @@ impl Engine for ModelDatapath {
     /// those), so the suites hold it to the model only there and on well-formed packets.
     fn firmware_transmit(&mut self, packet: &[u8]) {
         let mut frame = vec![0; MAX_FRAME_LEN];
-        let built =
-            packet
-                .split_first_chunk::<TX_DESCRIPTOR_LEN>()
-                .and_then(|(descriptor, payload)| {
-                    TxDescriptor::from_bytes(descriptor)
-                        .frame(payload, &mut frame, Checksums::Software)
-                        .ok()
-                });
+        let built = TxDescriptor::split_packet(packet).and_then(|(descriptor, payload)| {
+            descriptor
+                .frame(payload, &mut frame, Checksums::Software)
+                .ok()
+        });
         match built {
             Some(len) => {
                 frame.truncate(len);

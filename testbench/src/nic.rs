@@ -6,10 +6,10 @@ use iwnic_firmware::{
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
-use iwnic_proto::net::{RxDescriptor, RX_DESCRIPTOR_LEN};
+use iwnic_proto::net::RxDescriptor;
 use smoltcp::time::{Duration, Instant};
 
-use crate::engine::Engine;
+use crate::engine::{firmware_tx_packet, Engine};
 
 /// Connections each simulated NIC holds (a power of two) and MPA negotiations at once.
 pub const CONNECTIONS: usize = 2048;
@@ -61,10 +61,8 @@ impl<'a, E: Engine> Hal for NicHal<'a, E> {
                 // Every packet starts with its descriptor. One too short for it (the
                 // datapath's fault) goes on with an all-zero descriptor, which the
                 // firmware ignores and counts (port 0), so it shows.
-                match packet.split_first_chunk::<RX_DESCRIPTOR_LEN>() {
-                    Some((descriptor, frame)) => {
-                        (RxDescriptor::from_bytes(descriptor), frame.to_vec())
-                    }
+                match RxDescriptor::split_packet(&packet) {
+                    Some((descriptor, frame)) => (descriptor, frame.to_vec()),
                     None => (RxDescriptor::ZERO, packet),
                 }
             });
@@ -100,9 +98,8 @@ impl<E: Engine> FirmwareNic for NicPort<'_, E> {
     }
     fn transmit_segment(&mut self) {
         let slot = &self.buffers.segment;
-        let mut packet = slot.descriptor.to_bytes().to_vec();
-        packet.extend_from_slice(slot.payload());
-        self.engine.firmware_transmit(&packet);
+        self.engine
+            .firmware_transmit(&firmware_tx_packet(&slot.descriptor, slot.payload()));
     }
     fn host_space(&self) -> usize {
         self.host.host_space()

@@ -28,9 +28,9 @@ use std::time::Instant;
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite, FourTuple};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr};
-use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor, TX_DESCRIPTOR_LEN};
+use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
-use iwnic_testbench::engine::{DatapathCounters, Engine};
+use iwnic_testbench::engine::{firmware_tx_packet, DatapathCounters, Engine};
 use iwnic_testbench::hdl_engine::{HdlEngine, PortSim, RustHdl, Verilated};
 use iwnic_testbench::model::ModelDatapath;
 use rand::rngs::StdRng;
@@ -282,11 +282,11 @@ fn first_difference(ops: &[Op], model: &[Outcome], hdl: &[Outcome]) -> Option<(u
 
 /// A firmware TX packet: the frame its descriptor and payload make.
 fn segment_summary(packet: &[u8]) -> String {
-    let Some((descriptor, payload)) = packet.split_first_chunk::<TX_DESCRIPTOR_LEN>() else {
+    let Some((descriptor, payload)) = TxDescriptor::split_packet(packet) else {
         return format!("{} B, shorter than a descriptor", packet.len());
     };
     let mut frame = vec![0u8; 1600];
-    match TxDescriptor::from_bytes(descriptor).frame(payload, &mut frame, Checksums::Offloaded) {
+    match descriptor.frame(payload, &mut frame, Checksums::Offloaded) {
         Ok(len) => frame_summary(&frame[..len]),
         Err(e) => format!("a descriptor that builds no frame ({e:?})"),
     }
@@ -295,11 +295,10 @@ fn segment_summary(packet: &[u8]) -> String {
 /// A firmware RX packet: its frame, and its descriptor if it is not the one the frame's
 /// parse gives.
 fn firmware_summary(packet: &[u8]) -> String {
-    use iwnic_proto::net::{RxDescriptor, RX_DESCRIPTOR_LEN};
-    let Some((descriptor, frame)) = packet.split_first_chunk::<RX_DESCRIPTOR_LEN>() else {
+    use iwnic_proto::net::RxDescriptor;
+    let Some((descriptor, frame)) = RxDescriptor::split_packet(packet) else {
         return format!("{} B, shorter than a descriptor", packet.len());
     };
-    let descriptor = RxDescriptor::from_bytes(descriptor);
     match RxDescriptor::of_frame(frame) {
         Ok(parsed) if parsed == descriptor => frame_summary(frame),
         _ => format!("{} with descriptor {descriptor:?}", frame_summary(frame)),
@@ -460,11 +459,10 @@ fn firmware_segment(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> V
         window: 4096,
         syn_options: (control == TcpControl::Syn).then_some((1460, 7)),
     };
-    let mut packet = TxDescriptor::of_segment(&segment, payload.len() as u16)
-        .to_bytes()
-        .to_vec();
-    packet.extend_from_slice(payload);
-    packet
+    firmware_tx_packet(
+        &TxDescriptor::of_segment(&segment, payload.len() as u16),
+        payload,
+    )
 }
 
 fn fpdu(ulpdu: &[u8]) -> Vec<u8> {

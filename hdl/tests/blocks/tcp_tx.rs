@@ -399,10 +399,10 @@ fn frame_beats(len: usize, syn_options: bool) -> u64 {
     (headers + len).max(60).div_ceil(8) as u64
 }
 
-/// The reference puts the header fields where the module docs' beat map says.
-#[test]
-fn tcp_tx_reference_layout() {
-    let segment = Segment {
+/// The layout tests' segment: distinct bytes in every header field, so each shows where
+/// it lands.
+fn layout_segment(control: TcpControl, syn_options: Option<(u16, u8)>, payload: &[u8]) -> Segment {
+    Segment {
         out: SegmentOut {
             src_mac: [0x02, 0, 0, 0, 0, 0x0A],
             dst_mac: [0x02, 0, 0, 0, 0, 0x0B],
@@ -410,14 +410,20 @@ fn tcp_tx_reference_layout() {
             dst_ip: [10, 0, 0, 2],
             src_port: 0x1234,
             dst_port: 0x5678,
-            control: TcpControl::Psh,
+            control,
             seq: 0x0102_0304,
             ack: Some(0x0506_0708),
             window: 0xFFFF,
-            syn_options: None,
+            syn_options,
         },
-        payload: b"hi".to_vec(),
-    };
+        payload: payload.to_vec(),
+    }
+}
+
+/// The reference puts the header fields where the module docs' beat map says.
+#[test]
+fn tcp_tx_reference_layout() {
+    let segment = layout_segment(TcpControl::Psh, None, b"hi");
     let mut expected = vec![];
     expected.extend([0x02, 0, 0, 0, 0, 0x0B, 0x02, 0, 0, 0, 0, 0x0A, 0x08, 0x00]);
     expected.extend([
@@ -554,22 +560,7 @@ fn tcp_tx_reset_mid_frame() {
 /// bytes.
 #[test]
 fn tcp_tx_syn_options_reference_layout() {
-    let syn_ack = |payload: &[u8]| Segment {
-        out: SegmentOut {
-            src_mac: [0x02, 0, 0, 0, 0, 0x0A],
-            dst_mac: [0x02, 0, 0, 0, 0, 0x0B],
-            src_ip: [10, 0, 0, 1],
-            dst_ip: [10, 0, 0, 2],
-            src_port: 0x1234,
-            dst_port: 0x5678,
-            control: TcpControl::Syn,
-            seq: 0x0102_0304,
-            ack: Some(0x0506_0708),
-            window: 0xFFFF,
-            syn_options: Some((0x05B4, 7)),
-        },
-        payload: payload.to_vec(),
-    };
+    let syn_ack = |payload: &[u8]| layout_segment(TcpControl::Syn, Some((0x05B4, 7)), payload);
     let expected = |total_len: u8, payload: &[u8]| {
         let mut frame = vec![];
         frame.extend([0x02, 0, 0, 0, 0, 0x0B, 0x02, 0, 0, 0, 0, 0x0A, 0x08, 0x00]);
