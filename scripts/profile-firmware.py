@@ -197,6 +197,9 @@ def main():
                     help='what was inlined into the functions matching NAME, by call')
     ap.add_argument('--by-kind', action='store_true',
                     help='every instruction by the kind of work it does (KINDS)')
+    ap.add_argument('--input', type=int, choices=range(1, len(INPUTS) + 1),
+                    help='only the instructions of this poll of a setup (1 SYN, 2 ACK and '
+                         'MPA request, 3 accept, 4 RTR)')
     args = ap.parse_args()
     if sum(map(bool, (args.lines, args.inlined, args.by_kind))) > 1:
         ap.error('--lines, --inlined and --by-kind each read the addresses of their own '
@@ -207,10 +210,12 @@ def main():
         raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
     # Both modes poll the same number of times a connection, the first mode first.
     half = len(windows) // 2
+    # One input's polls: every len(INPUTS)-th window from its position on.
+    polls = slice(args.input - 1, None, len(INPUTS)) if args.input else slice(None)
     by_function, by_address = collections.Counter(), collections.Counter()
-    for window in windows[args.mode * half:(args.mode + 1) * half]:
+    for window in windows[args.mode * half:(args.mode + 1) * half][polls]:
         by_function.update(window)
-    for window in addresses[args.mode * half:(args.mode + 1) * half]:
+    for window in addresses[args.mode * half:(args.mode + 1) * half][polls]:
         by_address.update(window)
     total = sum(by_function.values())
     print(f'mode {args.mode}: {total / CONNECTIONS:.0f} instructions per connection '

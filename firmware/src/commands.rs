@@ -229,11 +229,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Put an MPA frame in connection `i`'s buffer as the stream bytes from `seq`.
     pub(crate) fn stage(&mut self, i: usize, seq: u32, frame: &FrameRepr) -> Result<usize, ()> {
-        let buf = self.buffer_mut(i).ok_or(())?;
-        let len = frame.emit(&mut buf.tx).map_err(|_| ())?;
-        buf.tx_seq = seq;
-        buf.tx_len = len as u16;
-        Ok(len)
+        self.buffer_mut(i).ok_or(())?.stage(seq, frame)
     }
 
     fn ephemeral_port(&mut self, tuple: &FourTuple) -> Option<u16> {

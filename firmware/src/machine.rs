@@ -192,6 +192,14 @@ impl NegotiationBuffer {
     pub fn rx(&self) -> &[u8] {
         &self.rx[..usize::from(self.rx_len)]
     }
+    /// Make `frame` the bytes to send from sequence number `seq`.
+    #[inline(never)]
+    pub fn stage(&mut self, seq: u32, frame: &FrameRepr) -> Result<usize, ()> {
+        let len = frame.emit(&mut self.tx).map_err(|_| ())?;
+        self.tx_seq = seq;
+        self.tx_len = len as u16;
+        Ok(len)
+    }
     /// Sequence number just past the unacknowledged bytes.
     pub fn tx_end(&self) -> u32 {
         self.tx_seq.wrapping_add(u32::from(self.tx_len))
@@ -729,10 +737,24 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         status: i32,
         private_data: PrivateData<'_>,
     ) {
+        if let Some(len) = self.emit_event(nic.record_buffer(), i, kind, status, private_data) {
+            nic.push_record(len);
+            self.counters.events_raised += 1;
+        }
+    }
+
+    #[inline(never)]
+    fn emit_event(
+        &mut self,
+        out: &mut iwnic_proto::host::RecordBuffer,
+        i: usize,
+        kind: EventKind,
+        status: i32,
+        private_data: PrivateData<'_>,
+    ) -> Option<usize> {
         let Machine {
             conns,
             buffers,
-            counters,
             listener_generations,
             event_seq,
             config,
@@ -778,10 +800,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ord,
             private_data,
         };
-        if let Ok(len) = event.emit(&mut nic.record_buffer().0) {
-            nic.push_record(len);
-            counters.events_raised += 1;
-        }
+        event.emit(&mut out.0).ok()
     }
 
     /// Give the host what it is owed for a connection that failed with `status`, then

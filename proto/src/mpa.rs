@@ -283,6 +283,7 @@ impl<'a> FrameRepr<'a> {
     /// Write the frame to the start of `buffer`; returns its length. Fails on a short
     /// buffer, more than 512 bytes of private data, a revision other than 1 or 2, or a
     /// v2 block with revision 1.
+    #[inline]
     pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
         if !(1..=2).contains(&self.revision) || (self.v2.is_some() && self.revision != 2) {
             return Err(Error::BadRevision);

@@ -58,6 +58,34 @@ fn constant_rtr_fpdus_are_the_emitted_ones() {
     assert_eq!(MessageRepr::rtr_fpdu(RtrTypes::NONE), None);
 }
 
+/// Header prediction of a received RTR: its exact bytes, at any address (the halfword
+/// and the byte compare), followed by anything, and nothing else: any flipped bit, a
+/// short buffer or another type.
+#[test]
+fn an_rtr_is_predicted_only_from_its_exact_bytes_at_any_alignment() {
+    let types = [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ];
+    for rtr in types {
+        let fpdu = MessageRepr::rtr_fpdu(rtr).unwrap();
+        for offset in 0..4 {
+            let mut buffer = vec![0xA5u8; offset + fpdu.len() + 8];
+            buffer[offset..offset + fpdu.len()].copy_from_slice(fpdu);
+            let at = &mut buffer[offset..];
+            let predicted = |bytes: &[u8], rtr| MessageRepr::starts_with_rtr_fpdu(bytes, rtr);
+            assert_eq!(predicted(at, rtr), Some(fpdu.len()), "{rtr:?} at +{offset}");
+            assert_eq!(predicted(&at[..fpdu.len() - 1], rtr), None, "{rtr:?} short");
+            for other in types.into_iter().filter(|&t| t != rtr) {
+                assert_eq!(predicted(at, other), None, "{rtr:?} as {other:?}");
+            }
+            for bit in 0..fpdu.len() * 8 {
+                at[bit / 8] ^= 1 << (bit % 8);
+                assert_eq!(predicted(at, rtr), None, "{rtr:?} at +{offset}, bit {bit}");
+                at[bit / 8] ^= 1 << (bit % 8);
+            }
+        }
+        assert_eq!(MessageRepr::starts_with_rtr_fpdu(fpdu, RtrTypes::NONE), None);
+    }
+}
+
 #[test]
 fn the_other_rtr_types() {
     let send = MessageRepr::rtr(RtrTypes::SEND).unwrap();
