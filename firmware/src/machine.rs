@@ -323,6 +323,7 @@ pub(crate) enum PrivateData<'p> {
 
 /// Write `segment` with `payload` into the Nic's transmit slot and queue it: the
 /// datapath builds the headers from the descriptor.
+#[inline(always)]
 fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, payload: &[u8]) {
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
     let slot = nic.transmit_slot();
