@@ -62,14 +62,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.frames_ignored += 1;
             return;
         };
-        if *seg.dst_ip != self.config.ip {
+        if seg.dst_ip != self.config.ip {
             self.counters.frames_ignored += 1;
             return;
         }
         let tuple = FourTuple {
             local_ip: self.config.ip,
             local_port: seg.dst_port,
-            remote_ip: *seg.src_ip,
+            remote_ip: seg.src_ip,
             remote_port: seg.src_port,
         };
         match self.find(&tuple) {

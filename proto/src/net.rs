@@ -242,10 +242,12 @@ impl<'a> TcpFrameRepr<'a> {
 /// test holds them together; [`TcpFrameRepr`] is the full representation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
-    /// Addresses where they lie in the frame: the firmware copies one only when it keeps it.
+    /// The MAC address where it lies in the frame: the firmware copies it only when it
+    /// keeps it.
     pub src_mac: &'a [u8; 6],
-    pub src_ip: &'a [u8; 4],
-    pub dst_ip: &'a [u8; 4],
+    /// The addresses by value: read from a descriptor, each is one aligned word.
+    pub src_ip: [u8; 4],
+    pub dst_ip: [u8; 4],
     pub src_port: u16,
     pub dst_port: u16,
     pub seq: u32,
@@ -333,8 +335,8 @@ impl<'a> TcpSegment<'a> {
         };
         Ok(TcpSegment {
             src_mac: located.src_mac,
-            src_ip: located.src_ip,
-            dst_ip: located.dst_ip,
+            src_ip: *located.src_ip,
+            dst_ip: *located.dst_ip,
             src_port,
             dst_port,
             seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
@@ -395,8 +397,8 @@ impl<'a> TcpSegment<'a> {
         };
         Ok(TcpSegment {
             src_mac: field(eth, 6)?,
-            src_ip: &d.src_ip,
-            dst_ip: &d.dst_ip,
+            src_ip: d.src_ip,
+            dst_ip: d.dst_ip,
             src_port: d.src_port,
             dst_port: d.dst_port,
             seq: d.seq,
@@ -444,6 +446,7 @@ pub const RX_DESCRIPTOR_LEN: usize = 32;
 /// Addresses first, destination before source: the first three words are the
 /// connection's 4-tuple as the firmware keys it (local address, remote address, ports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(4))]
 pub struct RxDescriptor {
     pub dst_ip: [u8; 4],
     pub src_ip: [u8; 4],
@@ -455,6 +458,19 @@ pub struct RxDescriptor {
     pub flags: u8,
     pub payload_len: u16,
 }
+
+// In the struct's own layout the fields sit at the descriptor's offsets (its first 28
+// bytes), word-aligned: a Hal that keeps descriptors as they are (the in-memory ones)
+// hands the firmware aligned loads.
+const _: () = {
+    use core::mem::offset_of;
+    assert!(core::mem::size_of::<RxDescriptor>() <= RX_DESCRIPTOR_LEN);
+    assert!(offset_of!(RxDescriptor, dst_ip) == 0 && offset_of!(RxDescriptor, src_ip) == 4);
+    assert!(offset_of!(RxDescriptor, dst_port) == 8 && offset_of!(RxDescriptor, src_port) == 10);
+    assert!(offset_of!(RxDescriptor, seq) == 12 && offset_of!(RxDescriptor, ack) == 16);
+    assert!(offset_of!(RxDescriptor, window) == 20 && offset_of!(RxDescriptor, flags) == 22);
+    assert!(offset_of!(RxDescriptor, payload_len) == 24);
+};
 
 impl RxDescriptor {
     /// All fields zero: an empty queue slot's.

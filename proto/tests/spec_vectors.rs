@@ -82,7 +82,10 @@ fn an_rtr_is_predicted_only_from_its_exact_bytes_at_any_alignment() {
                 at[bit / 8] ^= 1 << (bit % 8);
             }
         }
-        assert_eq!(MessageRepr::starts_with_rtr_fpdu(fpdu, RtrTypes::NONE), None);
+        assert_eq!(
+            MessageRepr::starts_with_rtr_fpdu(fpdu, RtrTypes::NONE),
+            None
+        );
     }
 }
 

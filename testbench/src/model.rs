@@ -155,7 +155,7 @@ impl Engine for ModelDatapath {
     fn net_receive(&mut self, frame: &[u8]) {
         self.counters.frames_in += 1;
         let seg = match TcpSegment::parse(frame, Checksums::Software) {
-            Ok(seg) if *seg.dst_ip == self.ip => seg,
+            Ok(seg) if seg.dst_ip == self.ip => seg,
             Err(FrameError::BadChecksum) => {
                 self.counters.bad_checksum += 1;
                 return;
@@ -166,9 +166,9 @@ impl Engine for ModelDatapath {
             }
         };
         let tuple = FourTuple {
-            local_ip: *seg.dst_ip,
+            local_ip: seg.dst_ip,
             local_port: seg.dst_port,
-            remote_ip: *seg.src_ip,
+            remote_ip: seg.src_ip,
             remote_port: seg.src_port,
         };
         let Some(&index) = self.by_tuple.get(&tuple) else {

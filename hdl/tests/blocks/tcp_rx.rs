@@ -49,8 +49,8 @@ impl Segment {
             TcpControl::Fin => 0x01,
         };
         Segment {
-            src_ip: u32::from_be_bytes(*reference.src_ip).into(),
-            dst_ip: u32::from_be_bytes(*reference.dst_ip).into(),
+            src_ip: u32::from_be_bytes(reference.src_ip).into(),
+            dst_ip: u32::from_be_bytes(reference.dst_ip).into(),
             src_port: reference.src_port.into(),
             dst_port: reference.dst_port.into(),
             seq: reference.seq.into(),
