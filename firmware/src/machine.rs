@@ -4,7 +4,7 @@
 
 use core::hash::{Hash, Hasher};
 use iwnic_proto::errno::ETIMEDOUT;
-use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, MAX_RECORD_LEN};
+use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, RecordBuffer, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
 use iwnic_proto::net::{SegmentOut, TxDescriptor};
@@ -337,6 +337,14 @@ fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, 
     if segment.control == TcpControl::Rst {
         counters.resets_sent += 1;
     }
+}
+
+/// Write `completion` into a host queue slot. Out of line, so the slot is known to be
+/// word-aligned and each field is one store (inlined, the compiler loses the slot's
+/// alignment on the way from the queue and stores bytes).
+#[inline(never)]
+fn emit_record(out: &mut RecordBuffer, completion: Completion) -> Option<usize> {
+    completion.emit(&mut out.0).ok()
 }
 
 /// What a host handle names.
@@ -718,13 +726,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if status != 0 {
             self.counters.commands_failed += 1;
         }
-        if let Ok(len) = (Completion {
+        let completion = Completion {
             tag,
             status,
             handle,
-        })
-        .emit(&mut nic.record_buffer().0)
-        {
+        };
+        if let Some(len) = emit_record(nic.record_buffer(), completion) {
             nic.push_record(len);
         }
     }
@@ -744,10 +751,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
+    /// Write the event into a host queue slot; out of line for the slot's alignment, as
+    /// [`emit_record`].
     #[inline(never)]
     fn emit_event(
         &mut self,
-        out: &mut iwnic_proto::host::RecordBuffer,
+        out: &mut RecordBuffer,
         i: usize,
         kind: EventKind,
         status: i32,

@@ -1,4 +1,5 @@
-//! Bounds-checked big- and little-endian field access, so parsers index nothing by hand.
+//! Bounds-checked big- and little-endian field access, so parsers index nothing by hand,
+//! and the compare of received bytes against a constant.
 
 use crate::{Error, Result};
 
@@ -29,4 +30,30 @@ pub(crate) fn le16(buf: &[u8], at: usize) -> Result<u16> {
 }
 pub(crate) fn le32(buf: &[u8], at: usize) -> Result<u32> {
     get(buf, at).map(u32::from_le_bytes)
+}
+
+/// `got == want` for a constant `want` of whole words, with every byte compared against
+/// the constant unrolled: a zero part of `want` costs a load and an OR. Received MPA
+/// frames and FPDUs start 2 bytes past a word boundary in a frame, so where `got` is
+/// 2-aligned it is compared a halfword at a time; elsewhere byte by byte (a core without
+/// misaligned loads would assemble each halfword from two bytes).
+#[inline(always)]
+pub(crate) fn equals_constant<const N: usize>(got: &[u8; N], want: &[u8; N]) -> bool {
+    const { assert!(N.is_multiple_of(4)) };
+    let diff = match bytemuck::try_cast_slice::<u8, u16>(got) {
+        Ok(halves) => halves
+            .iter()
+            .zip(want.as_chunks::<2>().0)
+            .fold(0, |diff, (&g, &w)| diff | (g ^ u16::from_ne_bytes(w))),
+        // In words of four byte compares, a trip count short enough to unroll fully.
+        Err(_) => got
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .zip(want.as_chunks::<4>().0)
+            .fold(0, |diff, (g, w)| {
+                diff | u16::from((g[0] ^ w[0]) | (g[1] ^ w[1]) | (g[2] ^ w[2]) | (g[3] ^ w[3]))
+            }),
+    };
+    diff == 0
 }

@@ -10,7 +10,7 @@
 //! Terminate body (4 bytes + optional copies): layer (4 bits) | etype (4) | code (8) | M D R (3) | 0 (13)
 //! ```
 
-use crate::bytes::{be32, be64, put};
+use crate::bytes::{be32, be64, equals_constant, put};
 use crate::fpdu::{fpdu_len, framed};
 use crate::mpa::RtrTypes;
 use crate::{Error, Result};
@@ -214,32 +214,11 @@ impl ReadRequestRepr {
     }
 }
 
-/// `want.len()` if `bytes` begin with `want`. Every byte is compared, against the
-/// constant unrolled: a zero part of `want` (most are) costs a load and an OR. An FPDU in
-/// a received frame sits 2 bytes past a word boundary, so where `bytes` is 2-aligned
-/// they are compared a halfword at a time; elsewhere byte by byte (a core without
-/// misaligned loads would assemble each halfword from two bytes).
+/// `want.len()` if `bytes` begin with `want`.
 #[inline(always)]
 fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
-    // FPDUs are whole words (`fpdu_len` pads them), so no byte is left out.
-    const { assert!(N.is_multiple_of(4)) };
-    let got: &[u8; N] = bytes.first_chunk()?;
-    let diff = match bytemuck::try_cast_slice::<u8, u16>(got) {
-        Ok(halves) => halves
-            .iter()
-            .zip(want.as_chunks::<2>().0)
-            .fold(0, |diff, (&g, &w)| diff | (g ^ u16::from_ne_bytes(w))),
-        // In words of four byte compares, a trip count short enough to unroll fully.
-        Err(_) => got
-            .as_chunks::<4>()
-            .0
-            .iter()
-            .zip(want.as_chunks::<4>().0)
-            .fold(0, |diff, (g, w)| {
-                diff | u16::from((g[0] ^ w[0]) | (g[1] ^ w[1]) | (g[2] ^ w[2]) | (g[3] ^ w[3]))
-            }),
-    };
-    (diff == 0).then_some(N)
+    // FPDUs are whole words (`fpdu_len` pads them), as `equals_constant` needs.
+    equals_constant(bytes.first_chunk()?, want).then_some(N)
 }
 
 // The RTR messages of `MessageRepr::rtr`, byte for byte (a test holds them to its

@@ -140,15 +140,18 @@ impl Endpoint {
     #[inline]
     fn emit_into(&self, raw: &mut [u8; ENDPOINT_LEN]) {
         let [port_lo, port_hi] = self.port.to_le_bytes();
+        let (head, addr) = raw.split_at_mut(4);
         match self.addr {
-            IpAddr::V4([a, b, c, d]) => {
-                *raw = [
-                    4, 0, port_lo, port_hi, a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                ]
+            IpAddr::V4(a) => {
+                // The address copied whole: one word where both sides are aligned.
+                head.copy_from_slice(&[4, 0, port_lo, port_hi]);
+                let (v4, zeros) = addr.split_at_mut(4);
+                v4.copy_from_slice(&a);
+                zeros.fill(0);
             }
             IpAddr::V6(a) => {
-                raw[..4].copy_from_slice(&[6, 0, port_lo, port_hi]);
-                raw[4..].copy_from_slice(&a);
+                head.copy_from_slice(&[6, 0, port_lo, port_hi]);
+                addr.copy_from_slice(&a);
             }
         }
     }
