@@ -13,7 +13,7 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input]
+    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input] [--input K]
 
 Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
@@ -21,9 +21,9 @@ their source lines (innermost inlined location, from the ELF's line tables throu
 llvm-addr2line), to see what the inlined code of a large function does; `--inlined NAME`
 charges them to the call they were inlined from and to the innermost function of this
 project's crates; `--by-kind` sums every instruction that way into kinds of work
-(`KINDS`). `--by-input`
-splits the figure by the setup's polls (SYN; ACK and MPA request; accept; RTR), each
-with its largest functions.
+(`KINDS`). `--by-input` splits the figure by the setup's polls (SYN; ACK and MPA
+request; accept; RTR), each with its largest functions; `--input K` counts only poll K
+in every view.
 """
 import argparse
 import bisect
@@ -161,10 +161,12 @@ KINDS = (
     ('host records (commands in, events and completions out)',
      ('Event>::emit', 'Endpoint', 'Machine<8, 2>>::raise', 'Completion', 'CommandRecord',
       'WordAligned<580>', 'Machine<8, 2>>::complete', 'parse_header', 'parse_private_data',
-      'Machine<8, 2>>::lookup', 'on_command', 'check_limits', 'established')),
+      'Machine<8, 2>>::lookup', 'on_command', 'check_limits', 'established', 'emit_event',
+      'emit_record')),
     ('MPA request and reply', ('FrameRepr', 'V2Block', 'judge_request', 'request_bytes',
-                               'Machine<8, 2>>::accept', 'negotiation', 'Machine<8, 2>>::stage')),
-    ('RTR', ('prefix_len', 'rtr', 'judge_rtr')),
+                               'Machine<8, 2>>::accept', 'negotiation', 'Machine<8, 2>>::stage',
+                               'NegotiationBuffer>::stage')),
+    ('RTR', ('prefix_len', 'equals_constant', 'rtr', 'judge_rtr')),
     ('clock and timers', ('Timer', 'Clock', 'Machine<8, 2>>::arm', 'not_after', 'set_time')),
     ('flow writes', ('write_flow', 'flow_context', 'install_flow')),
 )

@@ -322,7 +322,8 @@ pub(crate) enum PrivateData<'p> {
 }
 
 /// Write `segment` with `payload` into the Nic's transmit slot and queue it: the
-/// datapath builds the headers from the descriptor.
+/// datapath builds the headers from the descriptor. Inlined into each sender, so the
+/// segment is never built on the stack to be read back.
 #[inline(always)]
 fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, payload: &[u8]) {
     // Payloads are at most one MPA frame and an RTR, so every segment fits.

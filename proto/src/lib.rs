@@ -35,10 +35,11 @@ pub use smoltcp::wire as smoltcp_wire;
 
 /// `N` bytes on a word boundary, as the NIC's queue slots are: a record or frame built or
 /// read in place. Every 32-bit field of a host record sits at a multiple of 4, so code
-/// that knows its buffer is aligned (the record and segment builders are inlined into
-/// the firmware) writes a field with one store, not four byte stores and a `memset`
-/// call per run of zeros, as it must for a plain byte slice on a core without
-/// misaligned access.
+/// that knows its buffer is aligned writes a field with one store, not four byte stores
+/// and a `memset` call per run of zeros, as it must for a plain byte slice on a core
+/// without misaligned access. The compiler knows it only where the buffer arrives as a
+/// `&WordAligned` argument: inlined into its caller, a builder loses the alignment on the
+/// way from the queue (the firmware's record writers are out of line for this).
 #[derive(Clone)]
 #[repr(C, align(4))]
 pub struct WordAligned<const N: usize>(pub [u8; N]);
