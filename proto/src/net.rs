@@ -61,12 +61,12 @@ struct Located<'a> {
 }
 
 const TCP_HEADER_LEN: usize = 20;
-// TCP flag bits (byte 13 of the header).
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const RST: u8 = 0x04;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
+// TCP flag bits (byte 13 of the header), as descriptors carry them.
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
+pub const ACK: u8 = 0x10;
 
 #[inline]
 fn locate_tcp(frame: &[u8], checksums: Checksums) -> core::result::Result<Located<'_>, FrameError> {
@@ -491,11 +491,19 @@ impl RxDescriptor {
     /// the firmware at all is the datapath's decision beside it (its parser also drops
     /// frames over 1,518 bytes, the datapath those for other addresses).
     pub fn of_frame(frame: &[u8]) -> core::result::Result<RxDescriptor, FrameError> {
+        Self::parse(frame).map(|(descriptor, _)| descriptor)
+    }
+
+    /// [`RxDescriptor::of_frame`] and the TCP payload the parser hands on: what the
+    /// datapath works from. Its parser leaves flag combinations, zero ports and the
+    /// options' contents alone (the firmware judges those in the frames it gets), so a
+    /// model of the datapath reads frames with this, not with [`TcpSegment::parse`].
+    pub fn parse(frame: &[u8]) -> core::result::Result<(RxDescriptor, &[u8]), FrameError> {
         let located = locate_tcp(frame, Checksums::Software)?;
         let h = located.tcp_header;
         let be16 = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
         let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        Ok(RxDescriptor {
+        let descriptor = RxDescriptor {
             dst_ip: *located.dst_ip,
             src_ip: *located.src_ip,
             dst_port: be16(2),
@@ -505,7 +513,8 @@ impl RxDescriptor {
             window: be16(14),
             flags: h[13] & (FIN | SYN | RST | PSH | ACK),
             payload_len: (located.tcp.len() - located.tcp_header_len) as u16,
-        })
+        };
+        Ok((descriptor, &located.tcp[located.tcp_header_len..]))
     }
 
     /// A firmware RX queue packet split into its descriptor and its frame; `None` if it

@@ -156,21 +156,29 @@ impl Link {
     }
 }
 
+/// The TCP segment of an Ethernet II / IPv4 frame, in place, and its pseudo-header's
+/// addresses; `None` if the frame holds none.
+fn tcp_segment(frame: &mut [u8]) -> Option<(TcpPacket<&mut [u8]>, IpAddress, IpAddress)> {
+    let ip_bytes = frame.get_mut(14..)?;
+    let ip = Ipv4Packet::new_checked(&mut *ip_bytes).ok()?;
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let (header, total) = (usize::from(ip.header_len()), usize::from(ip.total_len()));
+    let tcp = TcpPacket::new_checked(ip_bytes.get_mut(header..total)?).ok()?;
+    Some((tcp, IpAddress::Ipv4(src), IpAddress::Ipv4(dst)))
+}
+
+/// Recompute the TCP checksum of a frame whose segment was altered, so that only what
+/// was altered is wrong with it; whether the frame holds a TCP segment.
+pub fn refill_tcp_checksum(frame: &mut [u8]) -> bool {
+    tcp_segment(frame)
+        .map(|(mut tcp, src, dst)| tcp.fill_checksum(&src, &dst))
+        .is_some()
+}
+
 /// With `probability`, flip one bit of the TCP payload and recompute the TCP checksum;
 /// whether it did. A frame without TCP payload takes no draw.
 fn corrupt_payload(frame: &mut [u8], probability: f64, rng: &mut StdRng) -> bool {
-    let Some(ip_bytes) = frame.get_mut(14..) else {
-        return false;
-    };
-    let Ok(ip) = Ipv4Packet::new_checked(&mut *ip_bytes) else {
-        return false;
-    };
-    let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    let (header, total) = (usize::from(ip.header_len()), usize::from(ip.total_len()));
-    let Some(tcp_bytes) = ip_bytes.get_mut(header..total) else {
-        return false;
-    };
-    let Ok(mut tcp) = TcpPacket::new_checked(tcp_bytes) else {
+    let Some((mut tcp, src, dst)) = tcp_segment(frame) else {
         return false;
     };
     let payload = tcp.payload_mut();
@@ -179,7 +187,7 @@ fn corrupt_payload(frame: &mut [u8], probability: f64, rng: &mut StdRng) -> bool
     }
     let at = rng.random_range(0..payload.len());
     payload[at] ^= 1 << rng.random_range(0..8);
-    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
+    tcp.fill_checksum(&src, &dst);
     true
 }
 

@@ -1,11 +1,15 @@
 //! The behavioural model of the datapath: what the HDL does, written to be obviously
 //! right rather than fast. It is the reference the Verilated `nic_top` will be held to.
 //!
-//! - Parse: Ethernet II / IPv4 / TCP with both checksums verified; anything else is
-//!   dropped and counted.
-//! - Steer: frames of flows not in FPDU mode, frames carrying FIN or RST, and every frame
-//!   of a flow still expecting its RTR go to the firmware; in-order payload of offloaded
-//!   flows goes to MPA receive. A FIN segment's payload is delivered first.
+//! - Parse: Ethernet II / IPv4 / TCP with both checksums verified, as `tcp_rx` does
+//!   ([`RxDescriptor::parse`]); anything else, or a frame over 1,518 bytes, is dropped
+//!   and counted. Flag combinations, zero ports and TCP options are not judged here,
+//!   only by the firmware in the frames it gets: a flow's data segment with SYN and FIN
+//!   has its payload delivered and goes on to the firmware, which ignores it.
+//! - Steer: frames of flows not in FPDU mode, frames carrying FIN or RST (whatever else
+//!   is set), and every frame of a flow still expecting its RTR go to the firmware;
+//!   in-order payload of offloaded flows goes to MPA receive. A FIN segment's payload is
+//!   delivered first.
 //! - MPA receive: FPDUs delineated per flow across segments ([`Splitter`]), CRC32c checked;
 //!   an FPDU must end with its segment. A CRC or length error stops the flow and is
 //!   reported to the firmware.
@@ -21,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, MAX_FRAME_LEN};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
-use iwnic_proto::net::{Checksums, FrameError, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor};
+use iwnic_proto::net::{self, Checksums, FrameError, RxDescriptor, SegmentOut, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
 
 use crate::engine::{DatapathCounters, Engine};
@@ -154,8 +158,15 @@ impl Engine for ModelDatapath {
 
     fn net_receive(&mut self, frame: &[u8]) {
         self.counters.frames_in += 1;
-        let seg = match TcpSegment::parse(frame, Checksums::Software) {
-            Ok(seg) if seg.dst_ip == self.ip => seg,
+        // The parser's own limit, checked before anything else.
+        if frame.len() > MAX_FRAME_LEN {
+            self.counters.not_for_us += 1;
+            return;
+        }
+        // What `tcp_rx` checks and hands on: flag combinations, zero ports and options
+        // are the firmware's to judge, in the frames it gets.
+        let (seg, payload) = match RxDescriptor::parse(frame) {
+            Ok((seg, payload)) if seg.dst_ip == self.ip => (seg, payload),
             Err(FrameError::BadChecksum) => {
                 self.counters.bad_checksum += 1;
                 return;
@@ -177,24 +188,24 @@ impl Engine for ModelDatapath {
         let Some(flow) = self.flows.get_mut(&index) else {
             return;
         };
-        if flow.ctx.rtr_expected || seg.control == TcpControl::Rst {
+        if flow.ctx.rtr_expected || seg.flags & net::RST != 0 {
             return self.steer_to_firmware(frame);
         }
-        if let Some(ack) = seg.ack {
+        if seg.flags & net::ACK != 0 {
             let ctx = &mut flow.ctx;
-            if seq_diff(ack, ctx.snd_una) > 0 && seq_diff(ack, ctx.snd_nxt) <= 0 {
-                ctx.snd_una = ack;
+            if seq_diff(seg.ack, ctx.snd_una) > 0 && seq_diff(seg.ack, ctx.snd_nxt) <= 0 {
+                ctx.snd_una = seg.ack;
             }
             ctx.peer_window = seg.window;
         }
-        if !seg.payload.is_empty() {
+        if !payload.is_empty() {
             let offset = seq_diff(seg.seq, flow.ctx.rcv_nxt);
             if offset == 0 {
-                self.deliver(index, seg.payload);
+                self.deliver(index, payload);
                 self.ack(index);
             } else if offset < 0
                 && seq_diff(
-                    seg.seq.wrapping_add(seg.payload.len() as u32),
+                    seg.seq.wrapping_add(payload.len() as u32),
                     self.flows[&index].ctx.rcv_nxt,
                 ) <= 0
             {
@@ -206,7 +217,7 @@ impl Engine for ModelDatapath {
                 return;
             }
         }
-        if seg.control == TcpControl::Fin {
+        if seg.flags & net::FIN != 0 {
             self.steer_to_firmware(frame);
         }
     }
