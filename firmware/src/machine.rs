@@ -229,30 +229,37 @@ pub struct Firmware<const N: usize, const B: usize> {
 }
 
 /// The tables and the logic behind [`Firmware`]'s public face.
+///
+/// In declaration order (measured: 3,942 → 3,917 instructions a setup against the
+/// compiler's order): the scalars every input touches, the configuration and counters,
+/// then the connection table and its index, the timer slots and negotiation buffers
+/// last. On riscv32 a load reaches 2 KB past its base register; a field beyond costs an
+/// address computed into a register of its own, in every function using it.
+#[repr(C)]
 pub(crate) struct Machine<const N: usize, const B: usize> {
+    pub(crate) now_ms: u32,
+    clock: Clock,
+    pub(crate) live: usize,
+    pub(crate) event_seq: u32,
+    pub(crate) buffers_free: usize,
+    pub(crate) free_buffer_head: u16,
+    /// Bit `slot` set while `listeners[slot]` is open: a SYN's search visits only those.
+    pub(crate) listening: u16,
+    pub(crate) next_port: u16,
+    started: bool,
+    published_at: u32,
+    /// The configuration's timeouts in milliseconds, the unit of the timers.
+    pub(crate) timeouts: Timeouts,
     pub(crate) config: Config,
+    pub(crate) counters: Counters,
     pub(crate) conns: [Conn; N],
     /// Free entries, and the live one of each 4-tuple.
     pub(crate) entries: EntryIndex<N>,
-    pub(crate) live: usize,
+    pub(crate) listener_generations: [u16; MAX_LISTENERS],
+    pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
     pub(crate) timers: TimerWheel<N>,
     pub(crate) buffers: [NegotiationBuffer; B],
-    pub(crate) free_buffer_head: u16,
-    pub(crate) buffers_free: usize,
-    pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
-    /// Bit `slot` set while `listeners[slot]` is open: a SYN's search visits only those.
-    pub(crate) listening: u16,
-    pub(crate) listener_generations: [u16; MAX_LISTENERS],
-    pub(crate) event_seq: u32,
-    pub(crate) next_port: u16,
-    pub(crate) counters: Counters,
     published: Counters,
-    published_at: u32,
-    started: bool,
-    clock: Clock,
-    pub(crate) now_ms: u32,
-    /// The configuration's timeouts in milliseconds, the unit of the timers.
-    pub(crate) timeouts: Timeouts,
 }
 
 /// [`Config`]'s durations in milliseconds, converted once (a 64-bit division each).

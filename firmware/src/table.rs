@@ -11,12 +11,14 @@ use crate::hal::FourTuple;
 /// No entry: the end of a chain or of the free list.
 const NIL: u32 = u32::MAX;
 
+/// The scalars first: they stay within a load's reach of the struct whatever `N`.
+#[repr(C)]
 pub(crate) struct EntryIndex<const N: usize> {
-    heads: [u32; N],
-    links: [u32; N],
     free_head: u32,
     /// Keys the bucket hash with a secret, so which tuples share a chain is not public.
     seed: u32,
+    heads: [u32; N],
+    links: [u32; N],
 }
 
 impl<const N: usize> EntryIndex<N> {

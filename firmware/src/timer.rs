@@ -83,11 +83,14 @@ const NOT_ARMED: u16 = u16::MAX;
 const _: () = assert!(SLOTS < NOT_ARMED as usize);
 
 /// Timers of `N` connections, in milliseconds.
+/// The cursor first, within a load's reach of the struct whatever `N`; the entries,
+/// touched by every arm, before the 4 KB of slot heads.
+#[repr(C)]
 pub(crate) struct TimerWheel<const N: usize> {
-    entries: [Entry; N],
-    heads: [u32; SLOTS],
     /// The next tick whose slot has not been swept.
     cursor: u32,
+    entries: [Entry; N],
+    heads: [u32; SLOTS],
 }
 
 impl<const N: usize> TimerWheel<N> {

@@ -99,13 +99,16 @@ impl Slot for QueuedTxSlot {
 /// A FIFO of byte strings in place, as a hardware queue holds them: each is written once
 /// into its slot and read there (or copied once out, on the scripted peer's side), never
 /// moved whole.
+///
+/// The indices first, as a queue's registers: within a load's reach of the ring.
+#[repr(C)]
 struct Ring<const SLOTS: usize, S: Slot> {
-    data: [S; SLOTS],
-    len: [usize; SLOTS],
-    /// Where a string is written while the ring is full, to be dropped.
-    spare: S,
     head: usize,
     count: usize,
+    len: [usize; SLOTS],
+    data: [S; SLOTS],
+    /// Where a string is written while the ring is full, to be dropped.
+    spare: S,
 }
 
 impl<const SLOTS: usize, S: Slot> Default for Ring<SLOTS, S> {
