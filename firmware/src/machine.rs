@@ -971,8 +971,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// Send again what the peer has not acknowledged: the buffered stream bytes from
-    /// `snd_una`, with `control` (FIN rides on the last byte; a bare FIN when no bytes).
+    /// Send again what the peer has not acknowledged and we hold: the buffered stream
+    /// bytes from `snd_una` (MPA frames, the RTR) and, with `control` FIN, the FIN at its
+    /// own sequence number `snd_nxt - 1`: riding on the bytes when they end there, alone
+    /// otherwise (bytes the datapath sent in FPDU mode and the peer has not acknowledged
+    /// lie between them; they are not ours to send again).
     pub(crate) fn retransmit_stream<H: Nic>(&mut self, nic: &mut H, i: usize, control: TcpControl) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         let (skip, len) = match self.buffer(i) {
@@ -982,14 +985,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
             None => (0, 0),
         };
-        let fin_pending = control == TcpControl::Fin && snd_una.wrapping_add(len as u32) != snd_nxt;
-        let control = if fin_pending {
-            TcpControl::Fin
-        } else {
-            TcpControl::Psh
-        };
-        if len > 0 || fin_pending {
+        let fin_seq = snd_nxt.wrapping_sub(1);
+        let fin = control == TcpControl::Fin && snd_una != snd_nxt;
+        let fin_rides = fin && snd_una.wrapping_add(len as u32) == fin_seq;
+        if len > 0 {
+            let control = if fin_rides {
+                TcpControl::Fin
+            } else {
+                TcpControl::Psh
+            };
             self.send(nic, i, control, snd_una, Payload::Buffered { skip });
+        }
+        if fin && !(fin_rides && len > 0) {
+            self.send(nic, i, TcpControl::Fin, fin_seq, Payload::NONE);
         }
     }
 

@@ -171,9 +171,12 @@ pub(crate) fn accept<'a>(
 ) -> (FrameRepr<'a>, Negotiation) {
     neg.ird = ird;
     neg.ord = clamp(ord, neg.peer_ird);
-    if neg.peer_to_peer {
-        neg.rtr = choose_rtr(neg.rtr);
-    }
+    // Exactly one type in peer-to-peer mode; none without it (the bits mean nothing
+    // then, and an agreeing reply sets no type it will not send).
+    neg.rtr = match neg.peer_to_peer {
+        true => choose_rtr(neg.rtr),
+        false => RtrTypes::NONE,
+    };
     (frame(FrameKind::Accept, &neg, private_data), neg)
 }
 

@@ -552,12 +552,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
         };
         if extra {
-            // Bytes past the reply: FPDUs the peer sent early; they are not acknowledged.
+            // Bytes past the reply: FPDUs the peer sent early; they are not acknowledged
+            // (nor a FIN after them).
             self.counters.early_data_dropped += 1;
         }
+        // The peer's FIN right after its reply (a reject's, as iwnic sends it) is taken
+        // with the reply: our FIN acknowledges it and the close needs one exchange.
+        let peer_closed = fin && !extra;
         self.conns[i].rcv_nxt = self.conns[i]
             .rcv_nxt
-            .wrapping_add(frame_len.saturating_sub(have) as u32);
+            .wrapping_add(frame_len.saturating_sub(have) as u32 + u32::from(peer_closed));
+        let our_fin = if peer_closed {
+            State::LastAck
+        } else {
+            State::FinWait1
+        };
         match verdict {
             ReplyVerdict::Rejected => {
                 self.raise(
@@ -568,7 +577,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     PrivateData::OfReceivedFrame,
                 );
                 self.detach(i);
-                self.close_gracefully(nic, i);
+                self.send_fin(nic, i, our_fin);
+            }
+            // An accept that closes at once: the connection ends before FPDU mode.
+            ReplyVerdict::Accepted(_) if peer_closed => {
+                self.raise(
+                    nic,
+                    i,
+                    EventKind::ConnectReply,
+                    -ECONNRESET,
+                    PrivateData::None,
+                );
+                self.detach(i);
+                self.send_fin(nic, i, our_fin);
             }
             ReplyVerdict::Failed { term_code: 0 } => self.abort(nic, i, -EINVAL),
             ReplyVerdict::Failed { term_code } => self.terminate(nic, i, term_code, -EINVAL),
@@ -625,12 +646,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if seg.control == TcpControl::Fin && end == ctx.rcv_nxt {
             self.take_back_flow(nic, i);
             self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add(1);
-            let seq = self.conns[i].snd_nxt;
-            self.send(nic, i, TcpControl::Fin, seq, Payload::NONE);
-            self.conns[i].snd_nxt = seq.wrapping_add(1);
-            self.conns[i].state = State::LastAck;
-            self.reset_backoff(i);
-            self.arm(i, true, false);
+            self.send_fin(nic, i, State::LastAck);
             self.raise(nic, i, EventKind::Disconnect, 0, PrivateData::None);
         } else if !seg.payload.is_empty() {
             self.counters.early_data_dropped += 1;
@@ -666,10 +682,17 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// FIN after everything we sent; the peer's FIN completes the close.
     pub(crate) fn close_gracefully<H: Nic>(&mut self, nic: &mut H, i: usize) {
+        self.send_fin(nic, i, State::FinWait1);
+    }
+
+    /// Our FIN after everything we sent, acknowledging `rcv_nxt`, retransmitted until
+    /// acknowledged; then `state`: FIN_WAIT_1 when we close first, LAST_ACK when the
+    /// peer's FIN (already counted in `rcv_nxt`) came first.
+    fn send_fin<H: Nic>(&mut self, nic: &mut H, i: usize, state: State) {
         let seq = self.conns[i].snd_nxt;
         self.send(nic, i, TcpControl::Fin, seq, Payload::NONE);
         self.conns[i].snd_nxt = seq.wrapping_add(1);
-        self.conns[i].state = State::FinWait1;
+        self.conns[i].state = state;
         self.reset_backoff(i);
         self.arm(i, true, false);
     }

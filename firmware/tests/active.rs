@@ -9,6 +9,7 @@ use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ETIMEDOUT};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block};
+use iwnic_proto::smoltcp_wire::TcpControl;
 
 fn block(rtr: RtrTypes, ird: u16, ord: u16) -> Option<V2Block> {
     Some(V2Block {
@@ -39,7 +40,7 @@ mod syn_sent {
         let mut peer = Peer::new(PORT, syn[0].src_port, 0);
         peer.saw_all(&syn);
         // RST,ACK acknowledging the SYN, as a host with no listener answers.
-        let refuse = peer.again(iwnic_proto::smoltcp_wire::TcpControl::Rst, 0, &[]);
+        let refuse = peer.again(TcpControl::Rst, 0, &[]);
         bench.deliver(refuse);
         let out = bench.out();
         assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
@@ -223,6 +224,47 @@ mod await_reply {
         bench.advance(61_000);
         assert!(bench.out().is_empty(), "exactly one CONNECT_REPLY");
         assert_eq!(bench.fw.connections(), 0);
+    }
+
+    /// A reject and the peer's FIN in one segment, as iwnic's own responder sends them:
+    /// our FIN acknowledges both, so the close takes one exchange and no retransmission;
+    /// an accept that closes at once ends the connection the same way, reset.
+    #[test]
+    fn a_reply_with_the_peers_fin_is_closed_in_one_exchange() {
+        for accept in [false, true] {
+            let mut bench = Bench::default();
+            let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
+            let (kind, status) = match accept {
+                false => (FrameKind::Reject, -ECONNREFUSED),
+                true => (FrameKind::Accept, -ECONNRESET),
+            };
+            let rtr = if accept {
+                RtrTypes::READ
+            } else {
+                RtrTypes::NONE
+            };
+            bench.deliver(peer.seg(TcpControl::Fin, &reply(kind, block(rtr, 16, 16), b"bye")));
+            let out = bench.out();
+            assert_eq!(
+                briefs(&out),
+                [format!("ConnectReply({status})")],
+                "{kind:?}"
+            );
+            let segs = bench.sent();
+            assert_eq!(kinds(&segs), ["FIN"], "{kind:?}");
+            assert_eq!(
+                segs[0].ack,
+                Some(peer.snd_nxt),
+                "our FIN acknowledges theirs"
+            );
+            assert_eq!(bench.fw.state(conn), None, "the handle is settled");
+            peer.saw_all(&segs);
+            bench.deliver(peer.ack());
+            assert_eq!(bench.fw.connections(), 0, "{kind:?}");
+            bench.advance(61_000);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+            assert_eq!(bench.fw.counters().retransmissions, 0);
+        }
     }
 
     #[test]

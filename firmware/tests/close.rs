@@ -209,6 +209,37 @@ mod closing {
         assert_eq!(bench.fw.connections(), 0);
     }
 
+    /// The datapath sent 100 bytes the peer has not acknowledged when the flow is taken
+    /// back: our FIN follows them, and goes again at its own sequence number, not at
+    /// `snd_una` (where the peer would take it as ending the stream early), in LAST_ACK
+    /// (the peer closed) and FIN_WAIT_1 (the host did).
+    #[test]
+    fn a_fin_after_unacknowledged_datapath_bytes_is_sent_again_at_its_own_number() {
+        for peer_closes in [true, false] {
+            let mut bench = Bench::default();
+            let (mut peer, conn) = established(&mut bench, 0);
+            let flow = bench.hal.flows.values_mut().next().unwrap();
+            flow.snd_nxt = flow.snd_nxt.wrapping_add(100);
+            let fin_seq = flow.snd_nxt;
+            if peer_closes {
+                bench.deliver(peer.fin());
+            } else {
+                bench.command(Command::Disconnect {
+                    conn,
+                    abrupt: false,
+                });
+            }
+            bench.out();
+            let fin = bench.sent();
+            assert_eq!((kinds(&fin), fin[0].seq), (vec!["FIN"], fin_seq));
+            bench.advance(1_000);
+            let again = bench.sent();
+            assert_eq!(kinds(&again), ["FIN"], "peer closes: {peer_closes}");
+            assert_eq!((again[0].seq, again[0].ack), (fin_seq, fin[0].ack));
+            assert!(again[0].payload.is_empty());
+        }
+    }
+
     #[test]
     fn fin_wait_2_times_out() {
         let mut bench = Bench::default();

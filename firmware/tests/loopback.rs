@@ -239,6 +239,10 @@ fn reject_end_to_end() {
     assert_eq!(briefs(&b_heard), ["ConnectRequest(0)", "DONE(0)"]);
     pair.assert_empty_after(61_000);
     assert!(pair.a.out().is_empty() && pair.b.out().is_empty());
+    // The reject and its FIN travel in one segment; A's FIN acknowledges both, so
+    // neither side sends anything twice.
+    assert_eq!(pair.a.fw.counters().retransmissions, 0);
+    assert_eq!(pair.b.fw.counters().retransmissions, 0);
 }
 
 #[test]

@@ -215,16 +215,27 @@ mod await_accept {
         assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
     }
 
+    /// Without the peer-to-peer bit the reply sets no RTR type, whatever types the
+    /// request's block carries (they mean nothing without it).
     #[test]
     fn v2_without_peer_to_peer_needs_no_rtr() {
-        let mut bench = Bench::default();
-        let (_peer, request) =
-            passive_until_request(&mut bench, &request_v2(RtrTypes::NONE, 4, 4, b""));
-        accept(&mut bench, request.conn, b"");
-        let frame_bytes = bench.sent()[0].payload.clone();
-        let block = parse_mpa(&frame_bytes).v2.unwrap();
-        assert!(!block.peer_to_peer);
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        let write_and_read = RtrTypes {
+            send: false,
+            write: true,
+            read: true,
+        };
+        for offered in [RtrTypes::NONE, write_and_read] {
+            let mut bench = Bench::default();
+            let mut request = request_v2(offered, 4, 4, b"");
+            request[20] &= 0x7F; // the P bit, top of the block's IRD word
+            let (_peer, request) = passive_until_request(&mut bench, &request);
+            accept(&mut bench, request.conn, b"");
+            let frame_bytes = bench.sent()[0].payload.clone();
+            let block = parse_mpa(&frame_bytes).v2.unwrap();
+            assert!(!block.peer_to_peer);
+            assert_eq!(block.rtr, RtrTypes::NONE, "offered {offered:?}");
+            assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        }
     }
 
     #[test]
