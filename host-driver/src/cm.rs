@@ -121,7 +121,8 @@ pub fn reject_msg(status: i32) -> &'static str {
 
 /// [`reject_msg`] as a C string, for the C ABI.
 pub(crate) fn reject_msg_c(status: i32) -> &'static CStr {
-    match -status {
+    // Wrapping: any status may come, `i32::MIN` too (called from C, where a panic aborts).
+    match status.wrapping_neg() {
         ECONNRESET => c"reset by remote host",
         ECONNREFUSED => c"refused by remote application",
         ETIMEDOUT => c"setup timeout",

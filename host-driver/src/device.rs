@@ -109,7 +109,8 @@ struct IdEntry {
     call_in_flight: bool,
     /// CONN_RECV after a successful accept, until ESTABLISHED.
     accepted: bool,
-    /// The NIC has seen a connect for this id: it gets no second one (**stricter**).
+    /// A connect attempt on this id is under way or failed: it gets no second one
+    /// (**stricter**) until the attempt's connection has been established and closed.
     connect_sent: bool,
 }
 
@@ -401,7 +402,9 @@ impl CmId {
     }
 
     /// `iw_cm_connect`: IDLE → CONN_SENT; then exactly one CONNECT_REPLY (rule 4). An id
-    /// carries one connection attempt: connect again on it returns -EINVAL (**stricter**).
+    /// whose attempt failed refuses another: connect again on it returns -EINVAL
+    /// (**stricter**); one whose connection was established and has closed may connect
+    /// again.
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
@@ -434,6 +437,22 @@ impl CmId {
     /// until ESTABLISHED, which may be delivered before this returns (rule 2). On failure
     /// the id is IDLE and gets no event ever (rule 3).
     pub fn accept(&self, param: &ConnParam) -> Result<()> {
+        self.accept_with(|qp_known| check_param(param, qp_known), param)
+    }
+
+    /// An accept whose parameters could not even be read (the C API's null or
+    /// overlong `conn_param`): it fails as one with bad parameters does, ending the
+    /// connection, so the id does not stay CONN_RECV to be accepted again.
+    pub(crate) fn accept_unreadable(&self, errno: Errno) -> Result<()> {
+        self.accept_with(|_| Err(errno), &ConnParam::default())
+    }
+
+    /// `accept` with `check` judging the parameters (given whether the QP is known).
+    fn accept_with(
+        &self,
+        check: impl FnOnce(bool) -> Result<(u16, u16)>,
+        param: &ConnParam,
+    ) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
         let qp_known = t.qps.contains(&param.qpn);
@@ -444,7 +463,7 @@ impl CmId {
         let NicObject::Connection(conn) = entry.nic else {
             return Err(Errno::EINVAL);
         };
-        let (ird, ord) = match check_param(param, qp_known) {
+        let (ird, ord) = match check(qp_known) {
             Ok(limits) => limits,
             Err(errno) => {
                 // A failed accept ends the connection: the NIC must forget it too.
@@ -500,14 +519,25 @@ impl CmId {
     /// `iw_cm_disconnect`: ESTABLISHED → CLOSING (FIN, or RST when `abrupt`); in
     /// CONN_SENT it gives the attempt up (its CONNECT_REPLY reports -ECONNRESET);
     /// -EINVAL in LISTEN; a no-op in every other state. Waits first for an accept or
-    /// connect in flight to settle.
+    /// connect in flight to settle and, after an accept, for its ESTABLISHED to be
+    /// dispatched (the kernel's connect wait): a disconnect between the two acts on the
+    /// established connection rather than finding it still CONN_RECV. On the dispatch
+    /// thread, which delivers that ESTABLISHED, it does not wait for it.
     pub fn disconnect(&self, abrupt: bool) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
         t.entry_mut(self.key)?;
+        let on_dispatch_thread = t.dispatch_thread == Some(thread::current().id());
         t = shared.wait_while(t, |t| {
-            t.ids.get(&self.key).is_some_and(|e| e.call_in_flight)
+            !t.down
+                && t.ids.get(&self.key).is_some_and(|e| {
+                    e.call_in_flight
+                        || (e.state == IdState::ConnRecv && e.accepted && !on_dispatch_thread)
+                })
         });
+        if t.down {
+            return Err(Errno::ENODEV);
+        }
         let entry = t.entry_mut(self.key)?;
         let conn = match (entry.state, entry.nic) {
             (IdState::Listen, _) => return Err(Errno::EINVAL),
@@ -1032,6 +1062,9 @@ impl Shared {
                 } => {
                     t.running = Some(Running { id, listener });
                     drop(t);
+                    // The event may have moved the id on (ESTABLISHED after an accept):
+                    // a disconnect waiting for that goes ahead while the handler runs.
+                    self.changed.notify_all();
                     let cm_id = self.id(id);
                     let outcome = catch_unwind(AssertUnwindSafe(|| handler(&cm_id, &event)))
                         .unwrap_or_else(|_| {
@@ -1126,6 +1159,9 @@ impl Shared {
             (EventKind::Close, IdState::Established | IdState::Closing) => {
                 // CLOSE reports no IRD/ORD (the kernel's providers leave them 0).
                 (delivered.ird, delivered.ord) = (0, 0);
+                // The attempt succeeded: back in IDLE the id may connect again, as the
+                // kernel's may (only a failed attempt is not retried on the same id).
+                entry.connect_sent = false;
                 (true, true)
             }
             (kind, state) => {
@@ -1162,6 +1198,14 @@ impl Shared {
             conn,
             private_data: &[],
         }));
+        if let Some(&owner) = t.by_conn.get(&conn) {
+            // The NIC names a connection an id still holds: a protocol break. Taking it
+            // would orphan that id (its CLOSE would go to the new one), rejecting it
+            // would end that id's connection: dropped and counted.
+            t.stats.unexpected_events += 1;
+            tracing::error!(conn, %owner, "CONNECT_REQUEST for a live connection: dropped");
+            return Delivery::Nothing(None);
+        }
         let Some(&listener_key) = t.by_listener.get(&listener) else {
             tracing::debug!(conn, listener, "request for a listener gone: rejected");
             return reject;

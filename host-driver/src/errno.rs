@@ -39,7 +39,8 @@ impl Errno {
 
     /// The errno's symbolic name, if this module knows it.
     pub fn name(self) -> Option<&'static str> {
-        let name = match -self.0 {
+        // Wrapping: a NIC's status can be any negative number, `i32::MIN` too.
+        let name = match self.0.wrapping_neg() {
             ENOENT => "ENOENT",
             EAGAIN => "EAGAIN",
             ENOMEM => "ENOMEM",
@@ -90,3 +91,29 @@ impl fmt::Display for Errno {
 }
 
 impl std::error::Error for Errno {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Any negative status a NIC reports is shown, `i32::MIN` too (its negation
+    /// overflows: it must not panic, on the dispatch thread or under C).
+    #[test]
+    fn every_negative_status_has_a_view() {
+        for status in [-1, -EINVAL, -4095, i32::MIN + 1, i32::MIN] {
+            let errno = Errno::from_status(status).unwrap();
+            assert_eq!(errno.get(), status);
+            assert!(!format!("{errno}").is_empty());
+            assert!(!crate::cm::reject_msg(status).is_empty());
+        }
+        assert_eq!(format!("{}", Errno::EINVAL), "-EINVAL");
+        assert_eq!(
+            format!("{:?}", Errno::from_status(i32::MIN).unwrap()),
+            "Errno(-2147483648)"
+        );
+        assert_eq!(
+            crate::cm::reject_msg(-ECONNREFUSED),
+            "refused by remote application"
+        );
+    }
+}

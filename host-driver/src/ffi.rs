@@ -385,7 +385,10 @@ pub unsafe extern "C" fn iw_cm_accept(cm_id: *mut IwCmId, iw_param: *const IwCmC
         return Errno::EINVAL.get();
     };
     // SAFETY: per the function's contract.
-    let result = unsafe { conn_param(iw_param) }.and_then(|param| b.id.accept(&param));
+    let result = match unsafe { conn_param(iw_param) } {
+        Ok(param) => b.id.accept(&param),
+        Err(errno) => b.id.accept_unreadable(errno),
+    };
     status_of(result)
 }
 

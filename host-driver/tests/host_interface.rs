@@ -11,12 +11,13 @@ use iwnic_host_driver::{DeviceConfig, Errno, EventKind, IdState};
 use iwnic_proto::host::CommandKind;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind as Kind};
 
-fn forged_close(seq: u32, conn: u32) -> Vec<u8> {
+/// An event record as the NIC would raise it, numbered `seq` by the test.
+fn forged(kind: Kind, seq: u32, conn: u32, listener: u32) -> Vec<u8> {
     let event = Event {
         seq,
-        kind: Kind::Close,
+        kind,
         conn,
-        listener: 0,
+        listener,
         status: 0,
         local: Endpoint::v4(common::LOCAL, PORT),
         remote: Endpoint::v4(common::PEER, common::PEER_PORT),
@@ -38,7 +39,7 @@ fn a_gap_in_event_numbers_is_counted_and_the_event_still_delivered() {
     let conn = h.nic.last_handle();
     Harness::next_event(&seen);
     let skipped = h.nic.take_seq();
-    h.nic.push_raw(&forged_close(skipped + 1, conn));
+    h.nic.push_raw(&forged(Kind::Close, skipped + 1, conn, 0));
     let (_, close) = Harness::next_event(&seen);
     assert_eq!(close.event, EventKind::Close);
     assert_eq!(h.device.stats().seq_gaps, 1);
@@ -52,11 +53,36 @@ fn a_duplicate_event_number_is_counted_and_dropped() {
     id.connect(&h.param()).unwrap();
     let conn = h.nic.last_handle();
     Harness::next_event(&seen);
-    h.nic.push_raw(&forged_close(1, conn)); // number 1 was the CONNECT_REPLY
+    h.nic.push_raw(&forged(Kind::Close, 1, conn, 0)); // number 1 was the CONNECT_REPLY
     h.settle();
     assert!(common::drain(&seen).is_empty());
     assert_eq!(id.state(), Some(IdState::Established));
     assert_eq!(h.device.stats().seq_duplicates, 1);
+}
+
+/// A CONNECT_REQUEST naming a connection an id still holds breaks the protocol: it is
+/// dropped and counted, and the holder keeps its connection, CLOSE included.
+#[test]
+fn a_connect_request_for_a_live_connection_is_counted_and_dropped() {
+    let h = Harness::new();
+    let param = h.param();
+    let (_listener, seen, handle) = h.listener_with(move |id, event| {
+        if event.event == EventKind::ConnectRequest {
+            id.accept(&param)?;
+        }
+        Ok(())
+    });
+    let conn = h.nic.connect_request(handle, b"");
+    let (child, _) = Harness::next_event(&seen);
+    let (_, established) = Harness::next_event(&seen);
+    assert_eq!(established.event, EventKind::Established);
+    let seq = h.nic.take_seq();
+    h.nic
+        .push_raw(&forged(Kind::ConnectRequest, seq, conn, handle));
+    h.nic.peer_closes(conn, false);
+    let (closed, close) = Harness::next_event(&seen);
+    assert_eq!((closed, close.event), (child, EventKind::Close));
+    assert_eq!(h.device.stats().unexpected_events, 1);
 }
 
 #[test]

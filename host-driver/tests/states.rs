@@ -169,6 +169,21 @@ fn connect_after_a_failed_connect_is_einval() {
     assert_eq!(make(&id, Call::Listen), OK, "listen is still legal in IDLE");
 }
 
+/// Only a failed attempt is not retried: an id whose connection was established and has
+/// closed is IDLE like any other and may connect again, as the kernel's may.
+#[test]
+fn connect_after_a_closed_connection_is_allowed() {
+    let h = Harness::new();
+    let (id, conn) = id_in(&h, IdState::Established);
+    h.nic.peer_closes(conn, false);
+    wait_for_state(&id, IdState::Idle);
+    assert_eq!(make(&id, Call::Connect), OK);
+    assert!(matches!(
+        id.state(),
+        Some(IdState::ConnSent | IdState::Established)
+    ));
+}
+
 #[test]
 fn set_addresses_only_in_idle() {
     let h = Harness::new();
@@ -294,6 +309,59 @@ fn destroy_waits_for_an_accept_in_flight_then_aborts_the_connection() {
         [(CommandKind::Accept, conn), (CommandKind::Release, conn)]
     );
     assert_eq!(child.state(), None);
+}
+
+/// A disconnect after accept returned but before its ESTABLISHED was dispatched waits
+/// for it (the kernel's connect wait), then closes the established connection: it does
+/// not find the id still CONN_RECV and return 0 having done nothing.
+#[test]
+fn disconnect_after_accept_waits_for_established_then_closes() {
+    let h = Harness::new();
+    let (child_tx, child_rx) = channel();
+    let child_tx = Mutex::new(child_tx);
+    let (_listener, _, handle) = h.listener_with(move |id, _| {
+        child_tx.lock().unwrap().send(id.clone()).unwrap();
+        Ok(())
+    });
+    // A second listener whose handler holds the dispatch thread until the gate opens.
+    let (entered_tx, entered_rx) = channel();
+    let (gate_tx, gate_rx) = channel::<()>();
+    let gate = Mutex::new((entered_tx, gate_rx));
+    let (_busy, _, busy_handle) = h.listener_with(move |_, _| {
+        let gate = gate.lock().unwrap();
+        gate.0.send(()).unwrap();
+        let _ = gate.1.recv();
+        Ok(())
+    });
+    let conn = h.nic.connect_request(handle, b"");
+    let child = child_rx.recv_timeout(PATIENCE).unwrap();
+    h.nic.connect_request(busy_handle, b"");
+    entered_rx.recv_timeout(PATIENCE).unwrap();
+    let param = ConnParam {
+        qpn: QPN,
+        ..ConnParam::default()
+    };
+    assert_eq!(child.accept(&param), OK);
+    let disconnecter = {
+        let child = child.clone();
+        std::thread::spawn(move || child.disconnect(false))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        !disconnecter.is_finished(),
+        "disconnect waits for ESTABLISHED"
+    );
+    gate_tx.send(()).unwrap();
+    assert_eq!(disconnecter.join().unwrap(), OK);
+    let disconnects: Vec<_> = h
+        .nic
+        .received()
+        .into_iter()
+        .filter(|c| c.kind == CommandKind::Disconnect)
+        .map(|c| c.handle)
+        .collect();
+    assert_eq!(disconnects, [conn]);
+    assert_ne!(child.state(), Some(IdState::ConnRecv));
 }
 
 #[test]

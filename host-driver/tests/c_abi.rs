@@ -1,0 +1,152 @@
+//! The C ABI's own argument handling, driven from Rust against the in-process NIC: what
+//! the C example program (c_example.rs) does not reach.
+#![allow(unsafe_code)]
+
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iwnic_host_driver::ffi::*;
+use iwnic_proto::host::{
+    Command, CommandKind, CommandRecord, Completion, Endpoint, Event, EventKind,
+};
+
+const LISTENER: u32 = 0x0001_0001;
+const CONN: u32 = 0x0001_0002;
+const QPN: u32 = 7;
+const EINVAL: c_int = -22;
+
+/// The CONNECT_REQUEST handler's child id.
+static CHILD: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn keep_child(id: *mut IwCmId, event: *mut IwCmEvent) -> c_int {
+    // SAFETY: the driver hands the handler a valid event.
+    if unsafe { (*event).event } == EventKind::ConnectRequest as c_int {
+        CHILD.store(id as usize, Ordering::SeqCst);
+    }
+    0
+}
+
+fn push(nic: *const IwnicNic, record: &[u8]) {
+    // SAFETY: `nic` is live until the test frees it, `record` readable.
+    unsafe { iwnic_nic_push_record(nic, record.as_ptr().cast(), record.len()) };
+}
+
+/// The NIC's side: completes every command with success (listen with `LISTENER`) and
+/// records what it was sent, until the device closes.
+fn serve(nic: usize, seen: Arc<Mutex<Vec<(CommandKind, u32)>>>) {
+    let mut buf = vec![0u8; 1024];
+    loop {
+        // SAFETY: `nic` is live until the test frees it, after this thread ends.
+        let n = unsafe {
+            iwnic_nic_wait_command(nic as *mut IwnicNic, buf.as_mut_ptr().cast(), buf.len(), 50)
+        };
+        if n < 0 {
+            return;
+        }
+        let Ok(record) = CommandRecord::parse(&buf[..n as usize]) else {
+            continue;
+        };
+        let handle = match record.command {
+            Command::Listen { .. } => LISTENER,
+            Command::Accept { conn, .. } | Command::Release { conn } => conn,
+            _ => 0,
+        };
+        seen.lock().unwrap().push((record.command.kind(), handle));
+        let completion = Completion {
+            tag: record.tag,
+            status: 0,
+            handle,
+        };
+        let mut out = [0u8; 16];
+        completion.emit(&mut out).unwrap();
+        push(nic as *const IwnicNic, &out);
+    }
+}
+
+/// `iw_cm_accept` with a conn_param it cannot read (null, or more private data than
+/// MPA carries) fails as an accept with bad parameters does: the connection ends (the
+/// NIC is told to release it) and the id cannot be accepted again.
+#[test]
+fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
+    let (mut dev, mut nic) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid out-pointers.
+    assert_eq!(unsafe { iwnic_open_inprocess(0, &mut dev, &mut nic) }, 0);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let server = {
+        let (nic, seen) = (nic as usize, Arc::clone(&seen));
+        std::thread::spawn(move || serve(nic, seen))
+    };
+    // SAFETY: every pointer below is the driver's own, live until closed at the end.
+    unsafe {
+        iwnic_register_qp(dev, QPN);
+        let listener = iw_create_cm_id(dev, Some(keep_child), ptr::null_mut());
+        let sin = &mut *ptr::addr_of_mut!((*listener).local_addr).cast::<libc::sockaddr_in>();
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_port = 4791u16.to_be();
+        sin.sin_addr.s_addr = u32::from_ne_bytes([10, 0, 0, 1]);
+        assert_eq!(iw_cm_listen(listener, 8), 0);
+        let request = Event {
+            seq: 1,
+            kind: EventKind::ConnectRequest,
+            conn: CONN,
+            listener: LISTENER,
+            status: 0,
+            local: Endpoint::v4([10, 0, 0, 1], 4791),
+            remote: Endpoint::v4([10, 0, 0, 2], 50000),
+            ird: 1,
+            ord: 1,
+            private_data: &[],
+        };
+        let mut record = vec![0u8; request.buffer_len()];
+        request.emit(&mut record).unwrap();
+        push(nic, &record);
+        let start = Instant::now();
+        while CHILD.load(Ordering::SeqCst) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no CONNECT_REQUEST"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let child = CHILD.load(Ordering::SeqCst) as *mut IwCmId;
+
+        assert_eq!(iw_cm_accept(child, ptr::null()), EINVAL);
+        let good = IwCmConnParam {
+            private_data: ptr::null::<c_void>(),
+            private_data_len: 0,
+            ord: 1,
+            ird: 1,
+            qpn: QPN,
+        };
+        assert_eq!(
+            iw_cm_accept(child, &good),
+            EINVAL,
+            "the id is no longer CONN_RECV"
+        );
+        let start = Instant::now();
+        while !seen.lock().unwrap().contains(&(CommandKind::Release, CONN)) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no Release: {seen:?}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            !seen
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|&(kind, _)| kind == CommandKind::Accept),
+            "no Accept reaches the NIC"
+        );
+        iw_destroy_cm_id(child);
+        iw_destroy_cm_id(listener);
+        iwnic_close(dev);
+    }
+    server.join().unwrap();
+    // SAFETY: the device is closed and the serving thread has ended.
+    unsafe { iwnic_nic_free(nic) };
+}
