@@ -714,7 +714,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             seq,
             ack: (!(syn && c.state == State::SynSent)).then_some(c.rcv_nxt),
             window: config.window,
-            syn_options: syn.then_some((config.mss, config.window_shift)),
+            // Our SYN offers window scaling; a SYN-ACK answers with it only if the
+            // peer's SYN did (RFC 7323 §2.2).
+            syn_options: syn.then_some((
+                config.mss,
+                (c.state == State::SynSent || c.peer_window_shift != NO_WINDOW_SCALING)
+                    .then_some(config.window_shift),
+            )),
         };
         transmit(counters, nic, &segment, payload);
     }

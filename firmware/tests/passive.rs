@@ -418,6 +418,31 @@ mod syn_received {
         assert!(bench.out().is_empty());
     }
 
+    /// The SYN-ACK offers window scaling only to a SYN that did (RFC 7323 §2.2), and the
+    /// flow scales both ways or neither.
+    #[test]
+    fn the_syn_ack_scales_the_window_only_if_the_syn_offered_to() {
+        for offered in [Some(3), None] {
+            let mut bench = Bench::default();
+            bench.listen(PORT, 8);
+            let mut peer = Peer::new(40000, PORT, 5);
+            peer.window_scale = offered;
+            bench.deliver(peer.syn());
+            let synack = bench.sent();
+            let ours = bench.fw.config().window_shift;
+            assert_eq!(synack[0].mss, Some(bench.fw.config().mss));
+            assert_eq!(synack[0].window_scale, offered.map(|_| ours));
+            peer.saw_all(&synack);
+            bench.deliver(peer.ack());
+            bench.deliver(peer.data(&request_v1(b"")));
+            let conn = event(&bench.out()[0]).conn;
+            accept(&mut bench, conn, b"");
+            let flow = bench.hal.flows.values().next().unwrap();
+            let shifts = (flow.peer_window_shift, flow.local_window_shift);
+            assert_eq!(shifts, offered.map_or((0, 0), |peer| (peer, ours)));
+        }
+    }
+
     #[test]
     fn a_repeated_syn_gets_the_syn_ack_again() {
         let mut bench = Bench::default();

@@ -40,8 +40,9 @@
 //!   the reference), byte offsets: 0–5 destination and 6–11 source MAC address, 12–15
 //!   source and 16–19 destination IPv4 address, first byte first; 20–21 source and
 //!   22–23 destination port; 24–27 sequence and 28–31 acknowledgment number; 32–33
-//!   window; 34 flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01, and 0x80 for
-//!   the MSS and window scale options after the TCP header; 35 window scale shift; 36–37
+//!   window; 34 flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01, 0x80 for
+//!   the MSS and window scale options after the TCP header, and with it 0x40 to leave
+//!   the window scale out (end of list and padding in its place); 35 window scale shift; 36–37
 //!   MSS; 38–39 payload length; numbers little-endian. The datapath builds the frame
 //!   from it, the one `TxDescriptor::frame` gives (for flags it refuses, two of SYN, FIN
 //!   and RST, the low five flag bits without PSH), and sends it with its IPv4 and TCP
@@ -1489,6 +1490,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.builder.desc_window.next = 0xFFFF.into();
         // The datapath's segments carry no SYN: synthesis drops the options' logic.
         self.builder.desc_syn_options.next = false;
+        self.builder.desc_no_window_scale.next = false;
         self.builder.desc_mss.next = 0.into();
         self.builder.desc_window_shift.next = 0.into();
         self.builder.desc_payload_len.next = self.w_len.q.val();
@@ -1617,6 +1619,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.fw_builder.desc_window_shift.next = self.fw_desc4.q.val().get_bits::<8>(24);
         self.fw_builder.desc_mss.next = self.fw_desc4.q.val().get_bits::<16>(32);
         self.fw_builder.desc_syn_options.next = self.fw_flags.val().get_bit(7);
+        self.fw_builder.desc_no_window_scale.next = self.fw_flags.val().get_bit(6);
         // The flags and acknowledgment field as `TxDescriptor::frame` writes them (it goes
         // through `SegmentOut`): the low five flags, PSH only without SYN, FIN and RST,
         // the field zero without ACK. A few gates in front of the builder's registers.

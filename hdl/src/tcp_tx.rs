@@ -14,6 +14,7 @@
 //! with the SYN options (`desc_syn_options`), 8 bytes more and the payload again at byte 6:
 //! beat 6  window  00 00 (TCP checksum)  00 00 (urgent)  02 04 (MSS, length 4)
 //! beat 7  mss  03 03 (window scale, length 3)  shift  00 (end of list)  payload[0..2]
+//!         (with `desc_no_window_scale`: mss  00 00 00 00 (end of list, padding))
 //! beat 8+ payload[2..]
 //! ```
 //!
@@ -111,6 +112,9 @@ pub struct SegmentBuilder {
     pub desc_syn_options: Signal<In, Bit>,
     pub desc_mss: Signal<In, Bits<16>>,
     pub desc_window_shift: Signal<In, Bits<8>>,
+    /// With `desc_syn_options`: the window scale option left out (end of list and
+    /// padding in its 4 bytes).
+    pub desc_no_window_scale: Signal<In, Bit>,
     pub desc_payload_len: Signal<In, Bits<16>>,
     pub desc_valid: Signal<In, Bit>,
     pub desc_ready: Signal<Out, Bit>,
@@ -160,6 +164,7 @@ pub struct SegmentBuilder {
     syn_options: DFF<Bit>,
     mss: DFF<Bits<16>>,
     window_shift: DFF<Bits<8>>,
+    no_window_scale: DFF<Bit>,
     /// IPv4 total length: 40 + payload length, 48 + with the options.
     total_len: DFF<Bits<16>>,
     has_payload: DFF<Bit>,
@@ -196,6 +201,7 @@ impl Logic for SegmentBuilder {
             syn_options,
             mss,
             window_shift,
+            no_window_scale,
             total_len,
             has_payload,
             carry,
@@ -294,9 +300,12 @@ impl Logic for SegmentBuilder {
             }
         }
         self.options_tail.next = bit_cast::<48, 8>(self.mss.q.val().get_bits::<8>(8))
-            | (bit_cast::<48, 8>(self.mss.q.val().get_bits::<8>(0)) << 8)
-            | 0x0303_0000
-            | (bit_cast::<48, 8>(self.window_shift.q.val()) << 32);
+            | (bit_cast::<48, 8>(self.mss.q.val().get_bits::<8>(0)) << 8);
+        if !self.no_window_scale.q.val() {
+            self.options_tail.next = self.options_tail.val()
+                | 0x0303_0000
+                | (bit_cast::<48, 8>(self.window_shift.q.val()) << 32);
+        }
         self.header_beat.next = bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(56))
             | (bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(48)) << 8)
             | (bit_cast::<64, 8>(self.header_be.val().get_bits::<8>(40)) << 16)
@@ -434,6 +443,7 @@ impl Logic for SegmentBuilder {
             self.syn_options.d.next = self.desc_syn_options.val();
             self.mss.d.next = self.desc_mss.val();
             self.window_shift.d.next = self.desc_window_shift.val();
+            self.no_window_scale.d.next = self.desc_no_window_scale.val();
             self.total_len.d.next = self.desc_payload_len.val() + 40;
             if self.desc_syn_options.val() {
                 self.total_len.d.next = self.desc_payload_len.val() + 48;

@@ -565,6 +565,10 @@ pub const TX_DESCRIPTOR_LEN: usize = 40;
 /// [`TxDescriptor::flags`] bit: the MSS and window scale options follow the TCP header
 /// (a SYN's, a SYN-ACK's).
 pub const TX_SYN_OPTIONS: u8 = 0x80;
+/// [`TxDescriptor::flags`] bit, with [`TX_SYN_OPTIONS`]: the window scale option is left
+/// out (a SYN-ACK to a SYN that offered none, RFC 7323 §2.2); its four bytes are end of
+/// list and padding, so the options stay 8 bytes.
+pub const TX_NO_WINDOW_SCALE: u8 = 0x40;
 
 /// A segment the firmware sends, as it hands it to the datapath: the header fields ahead
 /// of the payload in the firmware TX queue, as little-endian numbers at aligned places.
@@ -584,7 +588,7 @@ pub const TX_SYN_OPTIONS: u8 = 0x80;
 /// | 20–21, 22–23 | source port, destination port |
 /// | 24–27, 28–31 | sequence number, acknowledgment number (zero without ACK) |
 /// | 32–33 | window |
-/// | 34 | flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; [`TX_SYN_OPTIONS`] 0x80 |
+/// | 34 | flags: ACK 0x10, PSH 0x08, RST 0x04, SYN 0x02, FIN 0x01; [`TX_SYN_OPTIONS`] 0x80, [`TX_NO_WINDOW_SCALE`] 0x40 |
 /// | 35 | window scale shift (with the options) |
 /// | 36–37 | MSS (with the options) |
 /// | 38–39 | payload bytes, which follow from byte 40 |
@@ -639,7 +643,7 @@ impl TxDescriptor {
     /// The descriptor of `segment` carrying `payload_len` bytes.
     #[inline]
     pub fn of_segment(segment: &SegmentOut, payload_len: u16) -> TxDescriptor {
-        let (mss, window_shift) = segment.syn_options.unwrap_or((0, 0));
+        let (mss, window_shift) = segment.syn_options.unwrap_or((0, None));
         TxDescriptor {
             dst_mac: segment.dst_mac,
             src_mac: segment.src_mac,
@@ -651,12 +655,12 @@ impl TxDescriptor {
             ack: segment.ack.unwrap_or(0),
             window: segment.window,
             flags: flags_of(segment.control, segment.ack.is_some())
-                | if segment.syn_options.is_some() {
-                    TX_SYN_OPTIONS
-                } else {
-                    0
+                | match segment.syn_options {
+                    Some((_, Some(_))) => TX_SYN_OPTIONS,
+                    Some((_, None)) => TX_SYN_OPTIONS | TX_NO_WINDOW_SCALE,
+                    None => 0,
                 },
-            window_shift,
+            window_shift: window_shift.unwrap_or(0),
             mss,
             payload_len,
         }
@@ -676,8 +680,10 @@ impl TxDescriptor {
             seq: self.seq,
             ack: (self.flags & ACK != 0).then_some(self.ack),
             window: self.window,
-            syn_options: (self.flags & TX_SYN_OPTIONS != 0)
-                .then_some((self.mss, self.window_shift)),
+            syn_options: (self.flags & TX_SYN_OPTIONS != 0).then_some((
+                self.mss,
+                (self.flags & TX_NO_WINDOW_SCALE == 0).then_some(self.window_shift),
+            )),
         })
     }
 
@@ -780,8 +786,10 @@ pub struct SegmentOut {
     pub seq: u32,
     pub ack: Option<u32>,
     pub window: u16,
-    /// MSS and window scale shift, sent on SYN and SYN-ACK.
-    pub syn_options: Option<(u16, u8)>,
+    /// MSS and window scale shift, sent on SYN and SYN-ACK; the shift only when the
+    /// peer's SYN offered scaling (RFC 7323 §2.2) or on our own SYN. Always 8 bytes of
+    /// options: without the shift, end of list and padding where it would be.
+    pub syn_options: Option<(u16, Option<u8>)>,
 }
 
 impl SegmentOut {
@@ -847,9 +855,13 @@ impl SegmentOut {
             *padding = [0; MIN_FRAME_LEN - TCP - TCP_HEADER_LEN];
         }
         if let (Some((mss, shift)), Some(options)) = (self.syn_options, rest.first_chunk_mut()) {
-            // MSS, window scale, end of list: the bytes smoltcp's options emit.
+            // MSS, window scale, end of list: the bytes smoltcp's options emit; without
+            // the window scale, end of list and padding in its place.
             let [mss_hi, mss_lo] = mss.to_be_bytes();
-            *options = [2, 4, mss_hi, mss_lo, 3, 3, shift, 0];
+            *options = match shift {
+                Some(shift) => [2, 4, mss_hi, mss_lo, 3, 3, shift, 0],
+                None => [2, 4, mss_hi, mss_lo, 0, 0, 0, 0],
+            };
         }
         // Most control segments carry no payload: no library call for nothing.
         if !payload.is_empty() {

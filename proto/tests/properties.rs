@@ -438,7 +438,11 @@ mod fast_path {
             seq: repr.tcp.seq_number.0 as u32,
             ack: repr.tcp.ack_number.map(|a| a.0 as u32),
             window: repr.tcp.window_len,
-            syn_options: repr.tcp.max_seg_size.zip(repr.tcp.window_scale),
+            syn_options: repr
+                .tcp
+                .max_seg_size
+                .zip(repr.tcp.window_scale)
+                .map(|(mss, shift)| (mss, Some(shift))),
         }
     }
 

@@ -436,7 +436,7 @@ fn peer_frame(
         seq,
         ack,
         window,
-        syn_options: (control == TcpControl::Syn).then_some((1460, 7)),
+        syn_options: (control == TcpControl::Syn).then_some((1460, Some(7))),
     };
     let mut frame = vec![0u8; segment.buffer_len(payload.len())];
     segment
@@ -458,7 +458,9 @@ fn firmware_segment(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> V
         seq: ctx.snd_nxt,
         ack: (control != TcpControl::Syn).then_some(ctx.rcv_nxt),
         window: 4096,
-        syn_options: (control == TcpControl::Syn).then_some((1460, 7)),
+        // A SYN-ACK to a SYN without window scaling leaves the option out.
+        syn_options: (control == TcpControl::Syn)
+            .then_some((1460, ctx.index.is_multiple_of(2).then_some(7))),
     };
     firmware_tx_packet(
         &TxDescriptor::of_segment(&segment, payload.len() as u16),

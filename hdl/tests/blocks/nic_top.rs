@@ -533,7 +533,7 @@ fn segment_with_port(port: u16) -> Vec<u8> {
         seq: 1,
         ack: None,
         window: u16::MAX,
-        syn_options: Some((1460, 7)),
+        syn_options: Some((1460, Some(7))),
     };
     let mut frame = vec![0; seg.buffer_len(0)];
     let len = seg.emit(&[], &mut frame, Checksums::Software).unwrap();
@@ -707,7 +707,7 @@ fn fw_segment(
     control: TcpControl,
     seq: u32,
     ack: Option<u32>,
-    syn_options: Option<(u16, u8)>,
+    syn_options: Option<(u16, Option<u8>)>,
 ) -> SegmentOut {
     SegmentOut {
         src_mac: LOCAL_MAC,
@@ -756,11 +756,11 @@ fn fw_segments(seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         ))
     };
     add(
-        fw_segment(TcpControl::Syn, 100, None, Some((1460, 7))),
+        fw_segment(TcpControl::Syn, 100, None, Some((1460, Some(7)))),
         vec![],
     );
     add(
-        fw_segment(TcpControl::Syn, 100, Some(900), Some((536, 0))),
+        fw_segment(TcpControl::Syn, 100, Some(900), Some((536, None))),
         vec![],
     );
     add(fw_segment(TcpControl::None, 101, Some(901), None), vec![]);
@@ -769,7 +769,7 @@ fn fw_segments(seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         add(fw_segment(TcpControl::Psh, 101, Some(901), None), payload);
     }
     add(
-        fw_segment(TcpControl::Syn, 100, Some(900), Some((9000, 14))),
+        fw_segment(TcpControl::Syn, 100, Some(900), Some((9000, Some(14)))),
         b"early".to_vec(),
     );
     add(fw_segment(TcpControl::Fin, 2000, Some(901), None), vec![]);

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use iwnic_hdl::tcp_tx::SegmentBuilder;
-use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor, TX_SYN_OPTIONS};
+use iwnic_proto::net::{Checksums, SegmentOut, TxDescriptor, TX_NO_WINDOW_SCALE, TX_SYN_OPTIONS};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smoltcp::phy::ChecksumCapabilities;
@@ -22,7 +22,7 @@ dut! {
     inputs {
         reset, desc_src_mac, desc_dst_mac, desc_src_ip, desc_dst_ip, desc_src_port,
         desc_dst_port, desc_seq, desc_ack, desc_flags, desc_window, desc_syn_options,
-        desc_mss, desc_window_shift, desc_payload_len, desc_valid, payload_data, payload_keep, payload_last, payload_valid, frame_ready,
+        desc_mss, desc_window_shift, desc_no_window_scale, desc_payload_len, desc_valid, payload_data, payload_keep, payload_last, payload_valid, frame_ready,
     }
     outputs {
         desc_ready, payload_ready, frame_data, frame_keep, frame_last, frame_valid,
@@ -63,13 +63,15 @@ impl Segment {
         }
     }
 
-    /// A SYN or SYN-ACK with the MSS and window scale options (smoltcp takes a shift up
-    /// to 14), and `payload_len` bytes of payload, which the builder takes as any other.
+    /// A SYN or SYN-ACK with the MSS option and, or not, the window scale option
+    /// (smoltcp takes a shift up to 14), and `payload_len` bytes of payload, which the
+    /// builder takes as any other.
     fn random_syn(payload_len: usize, rng: &mut StdRng) -> Segment {
         let mut segment = Segment::random(payload_len, rng);
         segment.out.control = TcpControl::Syn;
         segment.out.ack = rng.gen::<bool>().then(|| rng.gen());
-        segment.out.syn_options = Some((rng.gen_range(536..=9000), rng.gen_range(0..=14)));
+        let shift = rng.gen::<bool>().then(|| rng.gen_range(0..=14));
+        segment.out.syn_options = Some((rng.gen_range(536..=9000), shift));
         segment
     }
 
@@ -86,11 +88,12 @@ impl Segment {
             desc_dst_port: d.dst_port.into(),
             desc_seq: d.seq.into(),
             desc_ack: d.ack.into(),
-            desc_flags: (d.flags & !TX_SYN_OPTIONS).into(),
+            desc_flags: (d.flags & !(TX_SYN_OPTIONS | TX_NO_WINDOW_SCALE)).into(),
             desc_window: d.window.into(),
             desc_syn_options: u64::from(d.flags & TX_SYN_OPTIONS != 0),
             desc_mss: d.mss.into(),
             desc_window_shift: d.window_shift.into(),
+            desc_no_window_scale: u64::from(d.flags & TX_NO_WINDOW_SCALE != 0),
             desc_payload_len: d.payload_len.into(),
             desc_valid: 1,
             ..Default::default()
@@ -161,9 +164,10 @@ impl Segment {
             self.out.ack.map(|ack| TcpSeqNumber(ack as i32))
         );
         assert_eq!(tcp_repr.window_len, self.out.window);
+        let (mss, shift) = self.out.syn_options.unzip();
         assert_eq!(
             (tcp_repr.max_seg_size, tcp_repr.window_scale),
-            self.out.syn_options.unzip()
+            (mss, shift.flatten())
         );
         assert_eq!(tcp_repr.payload, &self.payload[..]);
     }
@@ -285,6 +289,7 @@ impl Bench<Inputs, Outputs> for BuilderBench {
                 desc_src_mac: self.noise.gen::<u64>() >> 16,
                 desc_seq: self.noise.gen::<u32>().into(),
                 desc_syn_options: self.noise.gen::<bool>().into(),
+                desc_no_window_scale: self.noise.gen::<bool>().into(),
                 desc_mss: self.noise.gen::<u16>().into(),
                 desc_payload_len: self.noise.gen::<u16>().into(),
                 ..Default::default()
@@ -401,7 +406,11 @@ fn frame_beats(len: usize, syn_options: bool) -> u64 {
 
 /// The layout tests' segment: distinct bytes in every header field, so each shows where
 /// it lands.
-fn layout_segment(control: TcpControl, syn_options: Option<(u16, u8)>, payload: &[u8]) -> Segment {
+fn layout_segment(
+    control: TcpControl,
+    syn_options: Option<(u16, Option<u8>)>,
+    payload: &[u8],
+) -> Segment {
     Segment {
         out: SegmentOut {
             src_mac: [0x02, 0, 0, 0, 0, 0x0A],
@@ -560,25 +569,44 @@ fn tcp_tx_reset_mid_frame() {
 /// bytes.
 #[test]
 fn tcp_tx_syn_options_reference_layout() {
-    let syn_ack = |payload: &[u8]| layout_segment(TcpControl::Syn, Some((0x05B4, 7)), payload);
-    let expected = |total_len: u8, payload: &[u8]| {
+    let syn_ack =
+        |payload: &[u8], shift| layout_segment(TcpControl::Syn, Some((0x05B4, shift)), payload);
+    let expected = |total_len: u8, options: [u8; 4], payload: &[u8]| {
         let mut frame = vec![];
         frame.extend([0x02, 0, 0, 0, 0, 0x0B, 0x02, 0, 0, 0, 0, 0x0A, 0x08, 0x00]);
         frame.extend([
             0x45, 0, 0, total_len, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
         ]);
         frame.extend([0x12, 0x34, 0x56, 0x78, 1, 2, 3, 4, 5, 6, 7, 8, 0x70, 0x12]);
-        frame.extend([0xFF, 0xFF, 0, 0, 0, 0, 2, 4, 0x05, 0xB4, 3, 3, 7, 0]);
+        frame.extend([0xFF, 0xFF, 0, 0, 0, 0, 2, 4, 0x05, 0xB4]);
+        frame.extend(options);
         frame.extend(payload);
         frame
     };
-    // 62 bytes without payload: no padding.
-    assert_eq!(syn_ack(b"").expected_frame(), expected(48, b""));
-    assert_eq!(syn_ack(b"hi!").expected_frame(), expected(51, b"hi!"));
+    // 62 bytes without payload: no padding. Without the window scale, end of list and
+    // padding in its place.
+    let (scaled, unscaled) = ([3, 3, 7, 0], [0; 4]);
+    assert_eq!(
+        syn_ack(b"", Some(7)).expected_frame(),
+        expected(48, scaled, b"")
+    );
+    assert_eq!(
+        syn_ack(b"hi!", Some(7)).expected_frame(),
+        expected(51, scaled, b"hi!")
+    );
+    assert_eq!(
+        syn_ack(b"hi!", None).expected_frame(),
+        expected(51, unscaled, b"hi!")
+    );
     // The beats' byte counts: the last is 6 bytes; 2 payload bytes end beat 7; a third
     // makes a tail beat.
     run(
-        one_batch(vec![syn_ack(b""), syn_ack(b"hi"), syn_ack(b"hi!")]),
+        one_batch(vec![
+            syn_ack(b"", Some(7)),
+            syn_ack(b"hi", Some(7)),
+            syn_ack(b"hi!", Some(7)),
+            syn_ack(b"hi!", None),
+        ]),
         (0.0, 0.0, 0.0),
         2,
     );

@@ -312,7 +312,8 @@ fn segment_out(rng: &mut StdRng, payload_len: usize) -> Vec<u8> {
         seq: rng.gen(),
         ack: rng.gen_bool(0.8).then(|| rng.gen()),
         window: rng.gen(),
-        syn_options: (control == TcpControl::Syn).then(|| (rng.gen(), rng.gen_range(0..=14))),
+        syn_options: (control == TcpControl::Syn)
+            .then(|| (rng.gen(), rng.gen::<bool>().then(|| rng.gen_range(0..=14)))),
     };
     let mut frame = vec![0; seg.buffer_len(payload.len())];
     let len = seg
