@@ -355,6 +355,31 @@ fn emit_record(out: &mut RecordBuffer, completion: Completion) -> Option<usize> 
     completion.emit(&mut out.0).ok()
 }
 
+/// [`transmit`] `payload` in pieces of at most `mss` bytes, `segment`'s control on the
+/// last. Cold and out of line: MPA frames fit any common MSS, and a loop around the
+/// inlined [`transmit`] costs every sender registers.
+#[cold]
+#[inline(never)]
+fn transmit_in_pieces<H: Nic>(
+    counters: &mut Counters,
+    nic: &mut H,
+    mut segment: SegmentOut,
+    mut payload: &[u8],
+    mss: usize,
+) {
+    while payload.len() > mss {
+        let (piece, rest) = payload.split_at(mss);
+        let leading = SegmentOut {
+            control: TcpControl::None,
+            ..segment
+        };
+        transmit(counters, nic, &leading, piece);
+        segment.seq = segment.seq.wrapping_add(mss as u32);
+        payload = rest;
+    }
+    transmit(counters, nic, &segment, payload);
+}
+
 /// What a host handle names.
 pub(crate) enum Lookup {
     Live(usize),
@@ -676,7 +701,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     // ---- output ---------------------------------------------------------------------
 
     /// Send a segment of connection `i`: `control`, sequence number `seq`, acknowledging
-    /// `rcv_nxt` (except on an active SYN), with `payload`.
+    /// `rcv_nxt` (except on an active SYN), with `payload`; as several when the payload
+    /// exceeds the peer's MSS (RFC 9293 §3.7.1), `control` on the last.
     pub(crate) fn send<H: Nic>(
         &mut self,
         nic: &mut H,
@@ -695,12 +721,17 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ..
         } = self;
         let c = &conns[i];
-        let payload: &[u8] = match payload {
-            Payload::Bytes(bytes) => bytes,
-            Payload::Buffered { skip } => buffers
-                .get(usize::from(c.buffer))
-                .and_then(|b| b.tx().get(skip..))
-                .unwrap_or(&[]),
+        // Only stream bytes (MPA frames, up to 596) can exceed the peer's MSS: control
+        // segments carry none, a TERM fits the smallest MSS taken.
+        let (payload, mss): (&[u8], usize) = match payload {
+            Payload::Bytes(bytes) => (bytes, usize::MAX),
+            Payload::Buffered { skip } => (
+                buffers
+                    .get(usize::from(c.buffer))
+                    .and_then(|b| b.tx().get(skip..))
+                    .unwrap_or(&[]),
+                usize::from(c.peer_mss),
+            ),
         };
         let syn = control == TcpControl::Syn;
         let segment = SegmentOut {
@@ -722,6 +753,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     .then_some(config.window_shift),
             )),
         };
+        if payload.len() > mss {
+            return transmit_in_pieces(counters, nic, segment, payload, mss);
+        }
         transmit(counters, nic, &segment, payload);
     }
 

@@ -46,6 +46,9 @@ fn judge_rtr(rx: &[u8], agreed: RtrTypes) -> Result<Option<usize>, RtrError> {
     }
 }
 
+/// The smallest MSS taken from a peer (Linux's TCP_MIN_MSS).
+const MIN_PEER_MSS: u16 = 88;
+
 /// Signed distance from `b` to `a` on the sequence-number circle.
 fn seq_diff(a: u32, b: u32) -> i32 {
     a.wrapping_sub(b) as i32
@@ -148,7 +151,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     fn take_peer_options(&mut self, i: usize, seg: &TcpSegment) {
         let c = &mut self.conns[i];
-        c.peer_mss = seg.max_seg_size.unwrap_or(536);
+        // RFC 9293's default without the option; a smaller MSS than Linux's floor
+        // (TCP_MIN_MSS) is raised to it, so a peer cannot have every MPA frame sent in
+        // slivers.
+        c.peer_mss = seg.max_seg_size.unwrap_or(536).max(MIN_PEER_MSS);
         c.peer_window_shift = seg.window_scale.unwrap_or(NO_WINDOW_SCALING);
         c.peer_window = seg.window;
     }

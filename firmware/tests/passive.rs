@@ -7,6 +7,7 @@ use iwnic_firmware::State;
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes};
+use iwnic_proto::smoltcp_wire::TcpControl;
 
 const OFFER: RtrTypes = RtrTypes {
     send: false,
@@ -440,6 +441,46 @@ mod syn_received {
             let flow = bench.hal.flows.values().next().unwrap();
             let shifts = (flow.peer_window_shift, flow.local_window_shift);
             assert_eq!(shifts, offered.map_or((0, 0), |peer| (peer, ours)));
+        }
+    }
+
+    /// The reply goes in segments of at most the peer's MSS, its PSH on the last, and so
+    /// does its retransmission; an MSS below Linux's floor (88) is taken as 88.
+    #[test]
+    fn the_reply_is_cut_to_the_peers_mss() {
+        for (offered, mss) in [(300, 300), (20, 88)] {
+            let mut bench = Bench::default();
+            bench.listen(PORT, 8);
+            let mut peer = Peer::new(40000, PORT, 5);
+            peer.mss = offered;
+            bench.deliver(peer.syn());
+            peer.saw_all(&bench.sent());
+            bench.deliver(peer.ack());
+            bench.deliver(peer.data(&request_v1(b"")));
+            let conn = event(&bench.out()[0]).conn;
+            accept(&mut bench, conn, &[7; 400]);
+            let reply = bench.sent();
+            for segments in [reply.clone(), {
+                bench.advance(1_000);
+                bench.sent()
+            }] {
+                let sizes: Vec<usize> = segments.iter().map(|s| s.payload.len()).collect();
+                assert!(sizes.iter().all(|&n| n <= mss), "{sizes:?} for MSS {mss}");
+                assert_eq!(sizes.iter().sum::<usize>(), 20 + 400);
+                let seqs: Vec<u32> = segments.iter().map(|s| s.seq).collect();
+                let starts = sizes.iter().scan(reply[0].seq, |seq, &n| {
+                    let at = *seq;
+                    *seq += n as u32;
+                    Some(at)
+                });
+                assert_eq!(seqs, starts.collect::<Vec<_>>());
+                let pushed: Vec<bool> = segments
+                    .iter()
+                    .map(|s| s.control == TcpControl::Psh)
+                    .collect();
+                assert_eq!(pushed.iter().filter(|&&p| p).count(), 1);
+                assert!(pushed.last().unwrap());
+            }
         }
     }
 

@@ -426,7 +426,9 @@ pub struct Peer {
     pub nic_port: u16,
     pub snd_nxt: u32,
     pub rcv_nxt: u32,
+    /// What its SYN offers.
     pub window_scale: Option<u8>,
+    pub mss: u16,
 }
 
 impl Peer {
@@ -437,6 +439,7 @@ impl Peer {
             snd_nxt: iss,
             rcv_nxt: 0,
             window_scale: Some(7),
+            mss: 1460,
         }
     }
 
@@ -462,7 +465,7 @@ impl Peer {
                 ack_number: ack.map(|a| TcpSeqNumber(a as i32)),
                 window_len: 65535,
                 window_scale: if syn { self.window_scale } else { None },
-                max_seg_size: syn.then_some(1460),
+                max_seg_size: syn.then_some(self.mss),
                 sack_permitted: false,
                 sack_ranges: [None; 3],
                 timestamp: None,
