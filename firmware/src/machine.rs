@@ -106,6 +106,13 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// The datapath's sequence numbers are this connection's current ones: it is in FPDU
+    /// mode. While the RTR is expected every segment comes to the firmware and the
+    /// context keeps the numbers written at accept; the firmware's are current then.
+    pub(crate) fn datapath_numbers_current(&self) -> bool {
+        self.in_datapath && self.state != State::AwaitRtr
+    }
+
     const FREE: Conn = Conn {
         state: State::Free,
         owed: Owed::Nothing,
@@ -916,6 +923,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].in_datapath = false;
         let ctx = nic.read_flow(i as u16);
         nic.remove_flow(i as u16);
+        let ctx = ctx.filter(|_| self.conns[i].datapath_numbers_current());
         if let Some(ctx) = ctx {
             let c = &mut self.conns[i];
             c.snd_una = ctx.snd_una;

@@ -175,7 +175,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let acceptable = match c.state {
             State::SynSent => seg.ack == Some(c.snd_nxt),
             _ => {
-                let rcv_nxt = match c.in_datapath {
+                let rcv_nxt = match c.datapath_numbers_current() {
                     true => nic.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
                     false => c.rcv_nxt,
                 };

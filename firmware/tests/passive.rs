@@ -370,18 +370,30 @@ mod await_rtr {
     fn no_rtr_in_time_fails_the_accept() {
         let mut bench = Bench::default();
         let (mut peer, _, _) = until_reply(&mut bench);
-        // The peer acknowledges the reply but never sends the RTR.
+        // The peer acknowledges the reply but never sends the rest of the RTR.
         bench.deliver(peer.ack());
+        bench.deliver(peer.data(&rtr(RtrTypes::READ)[..7]));
+        bench.sent();
         bench.advance(10_000);
         assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ETIMEDOUT)]);
-        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        let rst = bench.sent();
+        assert_eq!(kinds(&rst), ["RST"]);
+        // At the firmware's sequence numbers, which moved past the flow context written
+        // at accept (every segment came to the firmware while the RTR was expected).
+        assert_eq!((rst[0].seq, rst[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
         assert_eq!(bench.fw.connections(), 0);
     }
 
     #[test]
     fn rst_fails_the_accept() {
         let mut bench = Bench::default();
-        let (peer, _, tag) = until_reply(&mut bench);
+        let (mut peer, _, tag) = until_reply(&mut bench);
+        // A piece of the RTR moves rcv_nxt on: an RST behind it is old and ignored (the
+        // firmware's numbers count, not the context written at accept).
+        let start = peer.snd_nxt;
+        bench.deliver(peer.data(&rtr(RtrTypes::READ)[..7]));
+        bench.deliver(peer.again(TcpControl::Rst, start + 1, &[]));
+        assert!(bench.out().is_empty());
         bench.deliver(peer.rst());
         let out = bench.out();
         assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)]);
