@@ -920,11 +920,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if !self.conns[i].in_datapath {
             return;
         }
+        let current = self.conns[i].datapath_numbers_current();
         self.conns[i].in_datapath = false;
         let ctx = nic.read_flow(i as u16);
         nic.remove_flow(i as u16);
-        let ctx = ctx.filter(|_| self.conns[i].datapath_numbers_current());
-        if let Some(ctx) = ctx {
+        if let Some(ctx) = ctx.filter(|_| current) {
             let c = &mut self.conns[i];
             c.snd_una = ctx.snd_una;
             c.snd_nxt = ctx.snd_nxt;
