@@ -1128,6 +1128,17 @@ impl Generator {
         let mss = usize::from(ctx.mss);
         let max = max_ulpdu_len(mss).unwrap_or(0);
         let roll = self.rng.random_range(0..100);
+        // A segment of the peer's at `rcv_nxt`, acknowledging all we sent.
+        let in_order = |control, payload: &[u8]| {
+            peer_frame(
+                &ctx,
+                control,
+                ctx.rcv_nxt,
+                Some(ctx.snd_nxt),
+                29_200,
+                payload,
+            )
+        };
         let op = match roll {
             0..=7 => {
                 // Install, or rewrite as the firmware does: the RTR arrived, or bytes it
@@ -1235,26 +1246,12 @@ impl Generator {
                     let at = self.rng.random_range(0..payload.len());
                     payload[at] ^= 1 << self.rng.random_range(0..8);
                 }
-                Op::Net(peer_frame(
-                    &ctx,
-                    TcpControl::Psh,
-                    ctx.rcv_nxt,
-                    Some(ctx.snd_nxt),
-                    29_200,
-                    &payload,
-                ))
+                Op::Net(in_order(TcpControl::Psh, &payload))
             }
             74..=76 => {
                 let payload = fpdus(&self.ulpdus(mss, max));
                 let cut = self.rng.random_range(0..payload.len().max(1));
-                Op::Net(peer_frame(
-                    &ctx,
-                    TcpControl::Psh,
-                    ctx.rcv_nxt,
-                    Some(ctx.snd_nxt),
-                    29_200,
-                    &payload[..cut],
-                ))
+                Op::Net(in_order(TcpControl::Psh, &payload[..cut]))
             }
             77..=78 => Op::Net(peer_frame(
                 &ctx,
@@ -1270,14 +1267,7 @@ impl Generator {
                 } else {
                     vec![]
                 };
-                Op::Net(peer_frame(
-                    &ctx,
-                    TcpControl::Fin,
-                    ctx.rcv_nxt,
-                    Some(ctx.snd_nxt),
-                    29_200,
-                    &payload,
-                ))
+                Op::Net(in_order(TcpControl::Fin, &payload))
             }
             82..=86 => {
                 // The TCP header, in a frame without IPv4 options.
@@ -1298,30 +1288,14 @@ impl Generator {
                         assert!(refill_tcp_checksum(&mut frame));
                     }
                     6 => {
-                        let payload = fpdus(&self.ulpdus(mss, max));
-                        frame = peer_frame(
-                            &ctx,
-                            TcpControl::Fin,
-                            ctx.rcv_nxt,
-                            Some(ctx.snd_nxt),
-                            29_200,
-                            &payload,
-                        );
+                        frame = in_order(TcpControl::Fin, &fpdus(&self.ulpdus(mss, max)));
                         frame[TCP + 13] |= [0x02, 0x06][self.rng.random_range(0..2)];
                         assert!(refill_tcp_checksum(&mut frame));
                     }
                     7 => {
                         // Room for the SYN's options (8 bytes) but now and then: the frame
                         // is then one the parser drops as oversized.
-                        let payload = fpdus(&self.ulpdus(mss - 8, max));
-                        frame = peer_frame(
-                            &ctx,
-                            TcpControl::Syn,
-                            ctx.rcv_nxt,
-                            Some(ctx.snd_nxt),
-                            29_200,
-                            &payload,
-                        );
+                        frame = in_order(TcpControl::Syn, &fpdus(&self.ulpdus(mss - 8, max)));
                         frame[TCP + 20 + 1] = 0; // the MSS option's length
                         assert!(refill_tcp_checksum(&mut frame));
                     }
