@@ -210,6 +210,11 @@ fn shim(id: &CmId, event: &CmEvent) -> crate::Result<()> {
         // `target` is the listener's box (the child inherited its context).
         // SAFETY: the listener's box lives until its destroy, which waits for this handler.
         let listener = unsafe { &(*target).public };
+        if listener.cm_handler.is_none() {
+            // No handler to hand the child to: nobody could ever answer or destroy it.
+            // As a handler's non-zero return (rule 7): rejected, and no box made.
+            return Err(Errno::EINVAL);
+        }
         target = new_box(
             id.clone(),
             listener.cm_handler,

@@ -51,7 +51,9 @@ fn serve(nic: usize, seen: Arc<Mutex<Vec<(CommandKind, u32)>>>) {
         };
         let handle = match record.command {
             Command::Listen { .. } => LISTENER,
-            Command::Accept { conn, .. } | Command::Release { conn } => conn,
+            Command::Accept { conn, .. }
+            | Command::Release { conn }
+            | Command::Reject { conn, .. } => conn,
             _ => 0,
         };
         seen.lock().unwrap().push((record.command.kind(), handle));
@@ -66,28 +68,37 @@ fn serve(nic: usize, seen: Arc<Mutex<Vec<(CommandKind, u32)>>>) {
     }
 }
 
-/// `iw_cm_accept` with a conn_param it cannot read (null, or more private data than
-/// MPA carries) fails as an accept with bad parameters does: the connection ends (the
-/// NIC is told to release it) and the id cannot be accepted again.
-#[test]
-fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
-    let (mut dev, mut nic) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: valid out-pointers.
-    assert_eq!(unsafe { iwnic_open_inprocess(0, &mut dev, &mut nic) }, 0);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let server = {
-        let (nic, seen) = (nic as usize, Arc::clone(&seen));
-        std::thread::spawn(move || serve(nic, seen))
-    };
-    // SAFETY: every pointer below is the driver's own, live until closed at the end.
-    unsafe {
-        iwnic_register_qp(dev, QPN);
-        let listener = iw_create_cm_id(dev, Some(keep_child), ptr::null_mut());
-        let sin = &mut *ptr::addr_of_mut!((*listener).local_addr).cast::<libc::sockaddr_in>();
-        sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_port = 4791u16.to_be();
-        sin.sin_addr.s_addr = u32::from_ne_bytes([10, 0, 0, 1]);
-        assert_eq!(iw_cm_listen(listener, 8), 0);
+/// A device on the in-process NIC (served by `serve`), listening with `handler`, and a
+/// CONNECT_REQUEST for connection `CONN` on its way.
+struct Fixture {
+    dev: *mut IbDevice,
+    nic: *mut IwnicNic,
+    listener: *mut IwCmId,
+    seen: Arc<Mutex<Vec<(CommandKind, u32)>>>,
+    server: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Fixture {
+    fn listening(handler: IwCmHandler) -> Fixture {
+        let (mut dev, mut nic) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid out-pointers.
+        assert_eq!(unsafe { iwnic_open_inprocess(0, &mut dev, &mut nic) }, 0);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let server = {
+            let (nic, seen) = (nic as usize, Arc::clone(&seen));
+            std::thread::spawn(move || serve(nic, seen))
+        };
+        // SAFETY: the driver's own pointers, live until `drop`.
+        let listener = unsafe {
+            iwnic_register_qp(dev, QPN);
+            let listener = iw_create_cm_id(dev, handler, ptr::null_mut());
+            let sin = &mut *ptr::addr_of_mut!((*listener).local_addr).cast::<libc::sockaddr_in>();
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = 4791u16.to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes([10, 0, 0, 1]);
+            assert_eq!(iw_cm_listen(listener, 8), 0);
+            listener
+        };
         let request = Event {
             seq: 1,
             kind: EventKind::ConnectRequest,
@@ -103,50 +114,93 @@ fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
         let mut record = vec![0u8; request.buffer_len()];
         request.emit(&mut record).unwrap();
         push(nic, &record);
+        Fixture {
+            dev,
+            nic,
+            listener,
+            seen,
+            server: Some(server),
+        }
+    }
+
+    /// Wait until the NIC has been sent `command`.
+    fn wait_for(&self, command: (CommandKind, u32)) {
         let start = Instant::now();
-        while CHILD.load(Ordering::SeqCst) == 0 {
+        while !self.seen.lock().unwrap().contains(&command) {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
-                "no CONNECT_REQUEST"
+                "no {command:?}: {:?}",
+                self.seen
             );
             std::thread::sleep(Duration::from_millis(1));
         }
-        let child = CHILD.load(Ordering::SeqCst) as *mut IwCmId;
+    }
 
+    fn saw(&self, kind: CommandKind) -> bool {
+        self.seen.lock().unwrap().iter().any(|&(k, _)| k == kind)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // SAFETY: the listener and device are live; the NIC is freed once its server ends.
+        unsafe {
+            iw_destroy_cm_id(self.listener);
+            iwnic_close(self.dev);
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+        // SAFETY: the device is closed and the serving thread has ended.
+        unsafe { iwnic_nic_free(self.nic) };
+    }
+}
+
+/// `iw_cm_accept` with a conn_param it cannot read (null, or more private data than
+/// MPA carries) fails as an accept with bad parameters does: the connection ends (the
+/// NIC is told to release it) and the id cannot be accepted again.
+#[test]
+fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
+    let fixture = Fixture::listening(Some(keep_child));
+    let start = Instant::now();
+    while CHILD.load(Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no CONNECT_REQUEST"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let child = CHILD.load(Ordering::SeqCst) as *mut IwCmId;
+    let good = IwCmConnParam {
+        private_data: ptr::null::<c_void>(),
+        private_data_len: 0,
+        ord: 1,
+        ird: 1,
+        qpn: QPN,
+    };
+    // SAFETY: the child is live until destroyed below.
+    unsafe {
         assert_eq!(iw_cm_accept(child, ptr::null()), EINVAL);
-        let good = IwCmConnParam {
-            private_data: ptr::null::<c_void>(),
-            private_data_len: 0,
-            ord: 1,
-            ird: 1,
-            qpn: QPN,
-        };
         assert_eq!(
             iw_cm_accept(child, &good),
             EINVAL,
             "the id is no longer CONN_RECV"
         );
-        let start = Instant::now();
-        while !seen.lock().unwrap().contains(&(CommandKind::Release, CONN)) {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no Release: {seen:?}"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert!(
-            !seen
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|&(kind, _)| kind == CommandKind::Accept),
-            "no Accept reaches the NIC"
-        );
-        iw_destroy_cm_id(child);
-        iw_destroy_cm_id(listener);
-        iwnic_close(dev);
     }
-    server.join().unwrap();
-    // SAFETY: the device is closed and the serving thread has ended.
-    unsafe { iwnic_nic_free(nic) };
+    fixture.wait_for((CommandKind::Release, CONN));
+    assert!(
+        !fixture.saw(CommandKind::Accept),
+        "no Accept reaches the NIC"
+    );
+    // SAFETY: as above.
+    unsafe { iw_destroy_cm_id(child) };
+}
+
+/// A listener created without a handler has nobody to give a request to: the request is
+/// rejected (as a handler's non-zero return) rather than left to a child nobody can
+/// reach.
+#[test]
+fn a_request_to_a_listener_without_a_handler_is_rejected() {
+    let fixture = Fixture::listening(None);
+    fixture.wait_for((CommandKind::Reject, CONN));
 }
