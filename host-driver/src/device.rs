@@ -962,11 +962,18 @@ impl Shared {
         if let Some(entry) = t.ids.get_mut(&key) {
             entry.state = IdState::Destroying;
         }
+        // A reject that failed but for the connection being gone leaves it to be
+        // released, as `reject` does, so the NIC holds nothing for an id that is gone.
+        let mut release = None;
         if let Some(command) = teardown {
             let (guard, result) = self.execute(t, None, command);
             t = guard;
             if let Err(errno) = result {
                 tracing::warn!(%key, ?command, %errno, "teardown during destroy failed");
+                if let (Command::Reject { conn, .. }, false) = (command, errno == Errno::ECONNRESET)
+                {
+                    release = Some(conn);
+                }
             }
         }
         if !on_dispatch_thread(&t) {
@@ -975,6 +982,9 @@ impl Shared {
         t.ids.remove(&key);
         drop(t);
         self.changed.notify_all();
+        if let Some(conn) = release {
+            self.send_unwaited(Command::Release { conn });
+        }
     }
 
     fn receive_loop(&self) {

@@ -119,6 +119,35 @@ fn a_nic_that_never_answers_gives_etimedout_and_the_id_stays_idle() {
     assert_eq!(id.state(), Some(IdState::Idle));
 }
 
+/// Destroying a CONN_RECV id whose reject the NIC never answers releases the
+/// connection after it, as a failed `reject` call does.
+#[test]
+fn a_destroy_whose_reject_fails_releases_the_connection() {
+    let h = Harness::with_config(DeviceConfig {
+        command_timeout: Duration::from_millis(1),
+        ..DeviceConfig::default()
+    });
+    let (_listener, seen, handle) = h.listener_with(|_, _| Ok(()));
+    let conn = h.nic.connect_request(handle, b"");
+    let (child, _) = Harness::next_event(&seen);
+    h.nic.set_answer(Answer::Never);
+    child.destroy();
+    let teardown = || -> Vec<_> {
+        h.nic
+            .received()
+            .into_iter()
+            .filter(|c| c.handle == conn)
+            .map(|c| c.kind)
+            .collect()
+    };
+    // The release is sent without waiting for an answer: it reaches the NIC after.
+    let start = std::time::Instant::now();
+    while teardown().len() < 2 && start.elapsed() < common::PATIENCE {
+        std::thread::yield_now();
+    }
+    assert_eq!(teardown(), [CommandKind::Reject, CommandKind::Release]);
+}
+
 #[test]
 fn a_late_success_for_a_timed_out_connect_is_undone_and_raises_nothing() {
     let h = Harness::with_config(DeviceConfig {
