@@ -858,11 +858,14 @@ impl Shared {
         let mut t = self.lock();
         let deadline = Instant::now() + self.config.command_timeout;
         let outcome = loop {
-            if sent.is_err() || t.down {
-                break Err(Errno::ENODEV);
-            }
+            // The answer first: once the receive thread applied it, events may have
+            // followed (an accept's ESTABLISHED), so the call must not report -ENODEV
+            // for a device that went down after (rule 3).
             if let Some(completion) = t.pending.get(&tag).and_then(|p| p.completion) {
                 break Ok(completion);
+            }
+            if sent.is_err() || t.down {
+                break Err(Errno::ENODEV);
             }
             let now = Instant::now();
             if now >= deadline {
