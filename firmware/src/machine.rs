@@ -239,8 +239,8 @@ pub struct Firmware<const N: usize, const B: usize> {
 ///
 /// In declaration order (measured: 3,942 → 3,917 instructions a setup against the
 /// compiler's order): the scalars every input touches, the configuration and counters,
-/// then the connection table and its index, the timer slots and negotiation buffers
-/// last. On riscv32 a load reaches 2 KB past its base register; a field beyond costs an
+/// then the connection table, its index and the listeners, the timer wheel, negotiation
+/// buffers and published counters last. On riscv32 a load reaches 2 KB past its base register; a field beyond costs an
 /// address computed into a register of its own, in every function using it.
 #[repr(C)]
 pub(crate) struct Machine<const N: usize, const B: usize> {
@@ -728,8 +728,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             ..
         } = self;
         let c = &conns[i];
-        // Only stream bytes (MPA frames, up to 596) can exceed the peer's MSS: control
-        // segments carry none, a TERM fits the smallest MSS taken.
+        // Only stream bytes (an MPA frame, up to 532, and the RTR after it) can exceed
+        // the send MSS: control segments carry none, a TERM fits the smallest taken.
         let (payload, mss): (&[u8], usize) = match payload {
             Payload::Bytes(bytes) => (bytes, usize::MAX),
             Payload::Buffered { skip } => (
@@ -737,7 +737,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     .get(usize::from(c.buffer))
                     .and_then(|b| b.tx().get(skip..))
                     .unwrap_or(&[]),
-                usize::from(c.peer_mss),
+                usize::from(c.peer_mss.min(config.mss)),
             ),
         };
         let syn = control == TcpControl::Syn;

@@ -557,9 +557,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 return self.abort(nic, i, status);
             }
         };
+        // Bytes past the reply (FPDUs the peer sent early), in the buffer or beyond
+        // what it could take: they are not acknowledged, nor a FIN after them.
+        let extra = extra || take < payload.len();
         if extra {
-            // Bytes past the reply: FPDUs the peer sent early; they are not acknowledged
-            // (nor a FIN after them).
             self.counters.early_data_dropped += 1;
         }
         // The peer's FIN right after its reply (a reject's, as iwnic sends it) is taken

@@ -83,6 +83,7 @@ const NOT_ARMED: u16 = u16::MAX;
 const _: () = assert!(SLOTS < NOT_ARMED as usize);
 
 /// Timers of `N` connections, in milliseconds.
+///
 /// The cursor first, within a load's reach of the struct whatever `N`; the entries,
 /// touched by every arm, before the 4 KB of slot heads.
 #[repr(C)]

@@ -267,6 +267,30 @@ mod await_reply {
         }
     }
 
+    /// A reply that fills the negotiation buffer exactly (512 bytes with its v2 block),
+    /// early bytes behind it and a FIN: the FIN is not next in sequence, so it is not
+    /// taken (nor the bytes); the close starts from our side.
+    #[test]
+    fn a_fin_behind_bytes_past_a_full_reply_is_not_taken() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let start = peer.snd_nxt;
+        let mut segment = reply(FrameKind::Reject, block(RtrTypes::NONE, 16, 16), &[9; 508]);
+        let frame_len = segment.len() as u32;
+        segment.extend_from_slice(&[0; 8]);
+        bench.deliver(peer.seg(TcpControl::Fin, &segment));
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["FIN"]);
+        assert_eq!(
+            segs[0].ack,
+            Some(start + frame_len),
+            "only the reply is acknowledged"
+        );
+        assert_eq!(bench.fw.counters().early_data_dropped, 1);
+    }
+
     #[test]
     fn an_rtr_type_not_offered_is_terminated_0x07() {
         let mut bench = Bench::default();

@@ -187,8 +187,8 @@
 //! default placement gave 128.3 MHz and seeds 1 to 5 129.6, 130.1, 129.0, 126.6 and
 //! 114.2, the critical paths then the receive handshake into the header fields' enables
 //! (7.8 ns) and `tx_checksum`'s ring fill into `in_ready` (seed 5, 8.8 ns). So those
-//! netlists met 125 MHz in five placements of six, and this one, with the firmware's own
-//! builder, in three (mean 124.0 MHz): the next step is a register in front of that
+//! netlists met 125 MHz in five placements of six, and the one with the firmware's own
+//! builder (before its window-scale bit) in three (mean 124.0 MHz): the next step is a register in front of that
 //! builder's header mux, or a seed sweep in the board flow. The margin was always thin,
 //! and a small change moves the default placement across it: a registered ring-room flag for that path
 //! measured 120.8 MHz with the default seed (critical path: `mpa_rx`'s CRC verdict into

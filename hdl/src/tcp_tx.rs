@@ -43,7 +43,9 @@
 //!
 //! **Input** (`desc_*`): one descriptor per frame, held while `desc_valid` until
 //! `desc_ready`. `desc_syn_options` high adds the MSS (`desc_mss`) and window scale
-//! (`desc_window_shift`) options; with it low those two are not used. **Payload**
+//! (`desc_window_shift`) options, the window scale left out (end of list and padding in
+//! its 4 bytes) with `desc_no_window_scale`; with `desc_syn_options` low those three are
+//! not used. **Payload**
 //! (`payload_*`): when `desc_payload_len` > 0, exactly one packet for that descriptor,
 //! starting at byte 0 of a beat (byte `i` in bits `8i+7:8i`), `payload_keep` 0xFF on
 //! every beat but the last, whose `keep` is contiguous low bytes. When

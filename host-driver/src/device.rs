@@ -109,8 +109,8 @@ struct IdEntry {
     call_in_flight: bool,
     /// CONN_RECV after a successful accept, until ESTABLISHED.
     accepted: bool,
-    /// A connect attempt on this id is under way or failed: it gets no second one
-    /// (**stricter**) until the attempt's connection has been established and closed.
+    /// The NIC has seen a connect for this id: it gets no second one (**stricter**;
+    /// CLOSE is an id's last event, rule 6).
     connect_sent: bool,
 }
 
@@ -402,9 +402,9 @@ impl CmId {
     }
 
     /// `iw_cm_connect`: IDLE → CONN_SENT; then exactly one CONNECT_REPLY (rule 4). An id
-    /// whose attempt failed refuses another: connect again on it returns -EINVAL
-    /// (**stricter**); one whose connection was established and has closed may connect
-    /// again.
+    /// carries one connection attempt: connect again on it returns -EINVAL (**stricter**),
+    /// after a failure and after a CLOSE too, which is the id's last event (rule 6); the
+    /// kernel's id may connect again from IDLE.
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
@@ -521,22 +521,36 @@ impl CmId {
     /// -EINVAL in LISTEN; a no-op in every other state. Waits first for an accept or
     /// connect in flight to settle and, after an accept, for its ESTABLISHED to be
     /// dispatched (the kernel's connect wait): a disconnect between the two acts on the
-    /// established connection rather than finding it still CONN_RECV. On the dispatch
-    /// thread, which delivers that ESTABLISHED, it does not wait for it.
+    /// established connection rather than finding it still CONN_RECV; -ETIMEDOUT, having
+    /// done nothing, if it does not come within the command timeout. On the dispatch
+    /// thread, which delivers that ESTABLISHED, it does not wait for it (a no-op there).
     pub fn disconnect(&self, abrupt: bool) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
         t.entry_mut(self.key)?;
         let on_dispatch_thread = t.dispatch_thread == Some(thread::current().id());
+        // A call in flight ends within its own timeout; the ESTABLISHED after an accept
+        // is waited for as long as a command's answer would be.
         t = shared.wait_while(t, |t| {
+            !t.down && t.ids.get(&self.key).is_some_and(|e| e.call_in_flight)
+        });
+        let awaiting_established = |t: &mut Table| {
             !t.down
                 && t.ids.get(&self.key).is_some_and(|e| {
-                    e.call_in_flight
-                        || (e.state == IdState::ConnRecv && e.accepted && !on_dispatch_thread)
+                    e.state == IdState::ConnRecv && e.accepted && !on_dispatch_thread
                 })
-        });
+        };
+        let (guard, _) = shared
+            .changed
+            .wait_timeout_while(t, shared.config.command_timeout, awaiting_established)
+            .unwrap_or_else(|e| e.into_inner());
+        t = guard;
         if t.down {
             return Err(Errno::ENODEV);
+        }
+        if awaiting_established(&mut t) {
+            // The NIC never raised it: nothing was disconnected.
+            return Err(Errno::ETIMEDOUT);
         }
         let entry = t.entry_mut(self.key)?;
         let conn = match (entry.state, entry.nic) {
@@ -1172,9 +1186,6 @@ impl Shared {
             (EventKind::Close, IdState::Established | IdState::Closing) => {
                 // CLOSE reports no IRD/ORD (the kernel's providers leave them 0).
                 (delivered.ird, delivered.ord) = (0, 0);
-                // The attempt succeeded: back in IDLE the id may connect again, as the
-                // kernel's may (only a failed attempt is not retried on the same id).
-                entry.connect_sent = false;
                 (true, true)
             }
             (kind, state) => {

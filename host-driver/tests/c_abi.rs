@@ -156,9 +156,10 @@ impl Drop for Fixture {
     }
 }
 
-/// `iw_cm_accept` with a conn_param it cannot read (null, or more private data than
-/// MPA carries) fails as an accept with bad parameters does: the connection ends (the
-/// NIC is told to release it) and the id cannot be accepted again.
+/// `iw_cm_accept` with a conn_param it cannot read (a null one here; more private data
+/// than MPA carries takes the same path) fails as an accept with bad parameters does:
+/// the connection ends (the NIC is told to release it) and the id cannot be accepted
+/// again.
 #[test]
 fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
     let fixture = Fixture::listening(Some(keep_child));

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use common::{local_addr, peer_addr, Answer, Harness, PATIENCE, PORT, QPN};
-use iwnic_host_driver::{CmId, ConnParam, Errno, IdState, QpState};
+use iwnic_host_driver::{CmId, ConnParam, DeviceConfig, Errno, IdState, QpState};
 use iwnic_proto::host::CommandKind;
 
 /// Wait for the dispatch thread to bring `id` to `state`.
@@ -169,19 +169,16 @@ fn connect_after_a_failed_connect_is_einval() {
     assert_eq!(make(&id, Call::Listen), OK, "listen is still legal in IDLE");
 }
 
-/// Only a failed attempt is not retried: an id whose connection was established and has
-/// closed is IDLE like any other and may connect again, as the kernel's may.
+/// An id carries one connection: after its CLOSE (its last event, rule 6) it is IDLE
+/// and connect is refused (**stricter** than the kernel, which lets it connect again).
 #[test]
-fn connect_after_a_closed_connection_is_allowed() {
+fn connect_after_a_closed_connection_is_einval() {
     let h = Harness::new();
     let (id, conn) = id_in(&h, IdState::Established);
     h.nic.peer_closes(conn, false);
     wait_for_state(&id, IdState::Idle);
-    assert_eq!(make(&id, Call::Connect), OK);
-    assert!(matches!(
-        id.state(),
-        Some(IdState::ConnSent | IdState::Established)
-    ));
+    assert_eq!(make(&id, Call::Connect), EINVAL);
+    assert_eq!(id.state(), Some(IdState::Idle));
 }
 
 #[test]
@@ -311,19 +308,15 @@ fn destroy_waits_for_an_accept_in_flight_then_aborts_the_connection() {
     assert_eq!(child.state(), None);
 }
 
-/// A disconnect after accept returned but before its ESTABLISHED was dispatched waits
-/// for it (the kernel's connect wait), then closes the established connection: it does
-/// not find the id still CONN_RECV and return 0 having done nothing.
-#[test]
-fn disconnect_after_accept_waits_for_established_then_closes() {
-    let h = Harness::new();
+/// An accepted child whose ESTABLISHED waits behind a handler holding the dispatch
+/// thread until the returned gate is opened (or dropped); its connection handle.
+fn accepted_behind_a_busy_dispatcher(h: &Harness) -> (CmId, u32, std::sync::mpsc::Sender<()>) {
     let (child_tx, child_rx) = channel();
     let child_tx = Mutex::new(child_tx);
     let (_listener, _, handle) = h.listener_with(move |id, _| {
         child_tx.lock().unwrap().send(id.clone()).unwrap();
         Ok(())
     });
-    // A second listener whose handler holds the dispatch thread until the gate opens.
     let (entered_tx, entered_rx) = channel();
     let (gate_tx, gate_rx) = channel::<()>();
     let gate = Mutex::new((entered_tx, gate_rx));
@@ -342,6 +335,25 @@ fn disconnect_after_accept_waits_for_established_then_closes() {
         ..ConnParam::default()
     };
     assert_eq!(child.accept(&param), OK);
+    (child, conn, gate_tx)
+}
+
+fn disconnects_sent(h: &Harness) -> Vec<u32> {
+    h.nic
+        .received()
+        .into_iter()
+        .filter(|c| c.kind == CommandKind::Disconnect)
+        .map(|c| c.handle)
+        .collect()
+}
+
+/// A disconnect after accept returned but before its ESTABLISHED was dispatched waits
+/// for it (the kernel's connect wait), then closes the established connection: it does
+/// not find the id still CONN_RECV and return 0 having done nothing.
+#[test]
+fn disconnect_after_accept_waits_for_established_then_closes() {
+    let h = Harness::new();
+    let (child, conn, gate) = accepted_behind_a_busy_dispatcher(&h);
     let disconnecter = {
         let child = child.clone();
         std::thread::spawn(move || child.disconnect(false))
@@ -351,17 +363,24 @@ fn disconnect_after_accept_waits_for_established_then_closes() {
         !disconnecter.is_finished(),
         "disconnect waits for ESTABLISHED"
     );
-    gate_tx.send(()).unwrap();
+    gate.send(()).unwrap();
     assert_eq!(disconnecter.join().unwrap(), OK);
-    let disconnects: Vec<_> = h
-        .nic
-        .received()
-        .into_iter()
-        .filter(|c| c.kind == CommandKind::Disconnect)
-        .map(|c| c.handle)
-        .collect();
-    assert_eq!(disconnects, [conn]);
+    assert_eq!(disconnects_sent(&h), [conn]);
     assert_ne!(child.state(), Some(IdState::ConnRecv));
+}
+
+/// The wait for ESTABLISHED is bounded as a command's answer is: if it does not come,
+/// disconnect says so (-ETIMEDOUT) having sent nothing.
+#[test]
+fn disconnect_gives_up_waiting_for_established_after_the_command_timeout() {
+    let h = Harness::with_config(DeviceConfig {
+        command_timeout: std::time::Duration::from_millis(500),
+        ..DeviceConfig::default()
+    });
+    let (child, _, gate) = accepted_behind_a_busy_dispatcher(&h);
+    assert_eq!(child.disconnect(false), Err(Errno::ETIMEDOUT));
+    assert!(disconnects_sent(&h).is_empty());
+    drop(gate);
 }
 
 #[test]

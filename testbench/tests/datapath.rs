@@ -458,7 +458,8 @@ fn firmware_segment(ctx: &FlowContext, control: TcpControl, payload: &[u8]) -> V
         seq: ctx.snd_nxt,
         ack: (control != TcpControl::Syn).then_some(ctx.rcv_nxt),
         window: 4096,
-        // A SYN-ACK to a SYN without window scaling leaves the option out.
+        // Every other flow's SYN without the window scale option (the builders' layout
+        // for a SYN-ACK to a SYN that offered none).
         syn_options: (control == TcpControl::Syn)
             .then_some((1460, ctx.index.is_multiple_of(2).then_some(7))),
     };
@@ -1294,8 +1295,13 @@ impl Generator {
                     }
                     7 => {
                         // Room for the SYN's options (8 bytes) but now and then: the frame
-                        // is then one the parser drops as oversized.
-                        frame = in_order(TcpControl::Syn, &fpdus(&self.ulpdus(mss - 8, max)));
+                        // may then be one the parser drops as oversized.
+                        let room = if self.rng.random_bool(0.8) {
+                            mss - 8
+                        } else {
+                            mss
+                        };
+                        frame = in_order(TcpControl::Syn, &fpdus(&self.ulpdus(room, max)));
                         frame[TCP + 20 + 1] = 0; // the MSS option's length
                         assert!(refill_tcp_checksum(&mut frame));
                     }
