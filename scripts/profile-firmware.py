@@ -162,7 +162,7 @@ KINDS = (
      ('Event>::emit', 'Endpoint', 'Machine<8, 2>>::raise', 'Completion', 'CommandRecord',
       'WordAligned<580>', 'Machine<8, 2>>::complete', 'parse_header', 'parse_private_data',
       'Machine<8, 2>>::lookup', 'on_command', 'check_limits', 'established', 'emit_event',
-      'emit_record')),
+      'emit_completion')),
     ('MPA request and reply', ('FrameRepr', 'V2Block', 'judge_request', 'request_bytes',
                                'Machine<8, 2>>::accept', 'negotiation', 'Machine<8, 2>>::stage',
                                'NegotiationBuffer>::stage')),

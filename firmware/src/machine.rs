@@ -358,7 +358,7 @@ fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, 
 /// word-aligned and each field is one store (inlined, the compiler loses the slot's
 /// alignment on the way from the queue and stores bytes).
 #[inline(never)]
-fn emit_record(out: &mut RecordBuffer, completion: Completion) -> Option<usize> {
+fn emit_completion(out: &mut RecordBuffer, completion: Completion) -> Option<usize> {
     completion.emit(&mut out.0).ok()
 }
 
@@ -786,7 +786,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             status,
             handle,
         };
-        if let Some(len) = emit_record(nic.record_buffer(), completion) {
+        if let Some(len) = emit_completion(nic.record_buffer(), completion) {
             nic.push_record(len);
         }
     }
@@ -807,7 +807,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Write the event into a host queue slot; out of line for the slot's alignment, as
-    /// [`emit_record`].
+    /// [`emit_completion`].
     #[inline(never)]
     fn emit_event(
         &mut self,

@@ -525,21 +525,17 @@ impl RxDescriptor {
     }
 
     pub fn from_bytes(bytes: &[u8; RX_DESCRIPTOR_LEN]) -> RxDescriptor {
-        let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-        let le32 = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let ip = |at: usize| [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+        let d = DescriptorBytes(bytes);
         RxDescriptor {
-            dst_ip: ip(0),
-            src_ip: ip(4),
-            dst_port: le16(8),
-            src_port: le16(10),
-            seq: le32(12),
-            ack: le32(16),
-            window: le16(20),
+            dst_ip: d.array(0),
+            src_ip: d.array(4),
+            dst_port: d.le16(8),
+            src_port: d.le16(10),
+            seq: d.le32(12),
+            ack: d.le32(16),
+            window: d.le16(20),
             flags: bytes[22],
-            payload_len: le16(24),
+            payload_len: d.le16(24),
         }
     }
 
@@ -555,6 +551,23 @@ impl RxDescriptor {
         b[22] = self.flags;
         b[24..26].copy_from_slice(&self.payload_len.to_le_bytes());
         b
+    }
+}
+
+/// A descriptor's bytes, read at the constant offsets of its layout: the fields of
+/// [`RxDescriptor::from_bytes`] and [`TxDescriptor::from_bytes`].
+struct DescriptorBytes<'a, const N: usize>(&'a [u8; N]);
+
+impl<const N: usize> DescriptorBytes<'_, N> {
+    /// `M` bytes from `at` (inside the descriptor: every caller's offsets are constants).
+    fn array<const M: usize>(&self, at: usize) -> [u8; M] {
+        core::array::from_fn(|k| self.0[at + k])
+    }
+    fn le16(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.array(at))
+    }
+    fn le32(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.array(at))
     }
 }
 
@@ -709,35 +722,21 @@ impl TxDescriptor {
     }
 
     pub fn from_bytes(bytes: &[u8; TX_DESCRIPTOR_LEN]) -> TxDescriptor {
-        let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-        let le32 = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let mac = |at: usize| {
-            [
-                bytes[at],
-                bytes[at + 1],
-                bytes[at + 2],
-                bytes[at + 3],
-                bytes[at + 4],
-                bytes[at + 5],
-            ]
-        };
-        let ip = |at: usize| [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+        let d = DescriptorBytes(bytes);
         TxDescriptor {
-            dst_mac: mac(0),
-            src_mac: mac(6),
-            src_ip: ip(12),
-            dst_ip: ip(16),
-            src_port: le16(20),
-            dst_port: le16(22),
-            seq: le32(24),
-            ack: le32(28),
-            window: le16(32),
+            dst_mac: d.array(0),
+            src_mac: d.array(6),
+            src_ip: d.array(12),
+            dst_ip: d.array(16),
+            src_port: d.le16(20),
+            dst_port: d.le16(22),
+            seq: d.le32(24),
+            ack: d.le32(28),
+            window: d.le16(32),
             flags: bytes[34],
             window_shift: bytes[35],
-            mss: le16(36),
-            payload_len: le16(38),
+            mss: d.le16(36),
+            payload_len: d.le16(38),
         }
     }
 
