@@ -722,6 +722,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.abort(nic, i, status);
     }
 
+    #[inline(never)]
     pub(crate) fn on_flow_event<H: Nic>(&mut self, nic: &mut H, report: FlowEvent) {
         let i = usize::from(report.index);
         if self.conns.get(i).is_none_or(|c| !c.in_datapath) {

@@ -163,6 +163,12 @@ impl<const N: usize> TimerWheel<N> {
         (v != NIL).then_some(v as usize)
     }
 
+    /// Whether [`TimerWheel::next_expired`] may find a timer: time moved past the
+    /// swept slots, or the current slot (where past deadlines are put) holds one.
+    pub(crate) fn may_expire(&self, now: u32) -> bool {
+        self.cursor != now || self.heads[now as usize % SLOTS] != NIL
+    }
+
     /// The next timer due at `now`, disarmed; `None` when every due timer was returned.
     pub(crate) fn next_expired(&mut self, now: u32) -> Option<usize> {
         if !not_after(self.cursor, now) {
@@ -223,10 +229,53 @@ mod tests {
         }
     }
 
+    /// Every timer due at `now`, sorted; each found while `may_expire` said one might be
+    /// (the poll looks at the wheel only then).
     fn drain<const N: usize>(w: &mut TimerWheel<N>, now: u32) -> Vec<usize> {
-        let mut v: Vec<usize> = core::iter::from_fn(|| w.next_expired(now)).collect();
+        let mut v = Vec::new();
+        loop {
+            let may_expire = w.may_expire(now);
+            let Some(i) = w.next_expired(now) else { break };
+            assert!(may_expire, "timer {i} due at {now} behind may_expire");
+            v.push(i);
+        }
         v.sort();
         v
+    }
+
+    proptest::proptest! {
+        /// Arms, disarms and polls in any order, time moving in small steps: whatever
+        /// is due is found by a poll that asks `may_expire` first, exactly once.
+        #[test]
+        fn may_expire_never_hides_a_due_timer(
+            ops in proptest::collection::vec((0usize..4, 0u32..3, 0u32..2_500), 1..200),
+        ) {
+            let mut w = TimerWheel::<4>::new();
+            let mut now = 7;
+            w.start(now);
+            let mut armed: [Option<u32>; 4] = [None; 4];
+            for (i, op, value) in ops {
+                match op {
+                    0 => {
+                        // Deadlines before now too: they are put in the current slot.
+                        let deadline = (now + value).wrapping_sub(5);
+                        w.arm(i, deadline);
+                        armed[i] = Some(deadline);
+                    }
+                    1 => {
+                        w.disarm(i);
+                        armed[i] = None;
+                    }
+                    _ => now += value % 3,
+                }
+                let fired = drain(&mut w, now);
+                let due: Vec<usize> = (0..4)
+                    .filter(|&t| armed[t].is_some_and(|d| not_after(d, now)))
+                    .collect();
+                proptest::prop_assert_eq!(&fired, &due);
+                fired.iter().for_each(|&t| armed[t] = None);
+            }
+        }
     }
 
     #[test]
