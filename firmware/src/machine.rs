@@ -1021,6 +1021,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 }
                 self.abort(nic, i, -ETIMEDOUT);
             }
+            // The retransmission timer is left running when the peer acknowledges our
+            // bytes (the usual ACK rides with the RTR, which ends the phase anyway): if
+            // it fires with nothing to send again, only the phase timer is left.
+            State::AwaitReply | State::AwaitRtr
+                if self.buffer(i).is_some_and(|b| b.tx_len == 0) =>
+            {
+                self.arm(i, false, true)
+            }
             State::AwaitReply | State::AwaitRtr | State::AwaitRtrAck => {
                 if self.back_off(i, data_retries) {
                     self.retransmit_stream(nic, i, TcpControl::Psh);

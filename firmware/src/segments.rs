@@ -325,12 +325,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.settle(nic, i, 0);
                 self.free(i);
             }
-            State::AwaitReply | State::AwaitRtr
-                if self.buffer(i).is_some_and(|b| b.tx_len == 0) =>
-            {
-                // Nothing left to retransmit; only the phase timer runs.
-                self.arm(i, false, true);
-            }
             _ => {}
         }
     }

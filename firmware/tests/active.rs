@@ -335,6 +335,8 @@ mod await_reply {
         );
         assert_eq!(kinds(&bench.sent()), ["RST"]);
         assert_eq!(bench.fw.counters().mpa_reply_timeouts, 1);
+        // The request was acknowledged: its retransmission timer found nothing to send.
+        assert_eq!(bench.fw.counters().retransmissions, 0);
     }
 
     #[test]

@@ -381,6 +381,9 @@ mod await_rtr {
         // At the firmware's sequence numbers, which moved past the flow context written
         // at accept (every segment came to the firmware while the RTR was expected).
         assert_eq!((rst[0].seq, rst[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        // The retransmission timer ran out first with the reply acknowledged: nothing
+        // was sent again, only the phase timer was left.
+        assert_eq!(bench.fw.counters().retransmissions, 0);
         assert_eq!(bench.fw.connections(), 0);
     }
 
