@@ -300,7 +300,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let una = c.snd_una;
         if let Some(b) = self.buffer_mut(i) {
             let acked = seq_diff(una, b.tx_seq).clamp(0, i32::from(b.tx_len)) as usize;
-            b.tx.copy_within(acked..usize::from(b.tx_len), 0);
+            // Usually all of it (a frame is acknowledged whole): nothing to move.
+            if acked < usize::from(b.tx_len) {
+                b.tx.copy_within(acked..usize::from(b.tx_len), 0);
+            }
             b.tx_len -= acked as u16;
             b.tx_seq = b.tx_seq.wrapping_add(acked as u32);
         }

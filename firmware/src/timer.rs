@@ -33,11 +33,17 @@ impl Clock {
     };
 
     pub(crate) fn set(&mut self, micros: i64) {
-        let step = micros.wrapping_sub(self.micros);
-        if self.micros >= 0 && (0..i64::from(u32::MAX - 1000)).contains(&step) {
+        // Time going backwards wraps to a step beyond the range (a resync).
+        let step = (micros as u64).wrapping_sub(self.micros as u64);
+        if self.micros >= 0 && step < u64::from(u32::MAX - 1000) {
             let sub = self.sub_millis + step as u32;
-            self.millis = self.millis.wrapping_add(sub / 1000);
-            self.sub_millis = sub % 1000;
+            // Most polls of a busy core stay within their millisecond: no division.
+            if sub >= 1000 {
+                self.millis = self.millis.wrapping_add(sub / 1000);
+                self.sub_millis = sub % 1000;
+            } else {
+                self.sub_millis = sub;
+            }
             self.micros = micros;
         } else {
             self.resync(micros);
