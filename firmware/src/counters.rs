@@ -34,6 +34,11 @@ counters! {
     segments_unmatched,
     /// Segments outside the receive window or out of order (a duplicate ACK answers).
     segments_out_of_order,
+    /// Segments without ACK on a synchronized connection, dropped (RFC 9293 §3.10.7.4).
+    segments_without_ack,
+    /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
+    /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
+    syns_challenged,
     /// Control segments and stream bytes sent again after a timeout.
     retransmissions,
     /// RST segments received that reset a connection.

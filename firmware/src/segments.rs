@@ -245,13 +245,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Every state after the handshake: the ACK first (it may move the state on), then
-    /// the payload and FIN, taken strictly in order.
+    /// the payload and FIN, taken strictly in order. A SYN, or a segment without ACK,
+    /// takes nothing (RFC 9293 §3.10.7.4, fourth and fifth checks).
     fn in_stream<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
-        if let Some(ack) = seg.ack {
-            self.take_ack(i, ack);
-            self.conns[i].peer_window = seg.window;
-            self.after_ack(nic, i);
+        if seg.control == TcpControl::Syn {
+            return self.challenge(nic, i);
         }
+        let Some(ack) = seg.ack else {
+            self.counters.segments_without_ack += 1;
+            return;
+        };
+        self.take_ack(i, ack);
+        self.conns[i].peer_window = seg.window;
+        self.after_ack(nic, i);
         let fin = seg.control == TcpControl::Fin;
         match self.conns[i].state {
             State::Free => return,
@@ -286,6 +292,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             State::AwaitRtrAck if fin => self.abort(nic, i, -ECONNRESET),
             State::AwaitRtrAck => self.counters.early_data_dropped += 1,
             _ => self.closing_bytes(nic, i, payload, fin),
+        }
+    }
+
+    /// A SYN on a synchronized connection, in or out of the window: a challenge ACK
+    /// (RFC 5961 §4), so a peer that lost the connection resets it, and nothing taken.
+    /// Cold: peers do not send it on a connection they hold.
+    #[cold]
+    fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) {
+        self.counters.syns_challenged += 1;
+        // On a flow the datapath carries (a SYN queued here before the hand-off) our
+        // numbers are not the current ones: counted only.
+        if !self.conns[i].datapath_numbers_current() {
+            self.send_ack(nic, i);
         }
     }
 

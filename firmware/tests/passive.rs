@@ -607,6 +607,44 @@ mod await_request {
     }
 
     #[test]
+    fn a_request_without_ack_is_dropped() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        let request = request_v2(OFFER, 16, 16, b"");
+        bench.deliver(peer.without_ack(TcpControl::Psh, &request));
+        assert!(bench.out().is_empty());
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.counters().segments_without_ack, 1);
+        // The same bytes with ACK are the request.
+        bench.deliver(peer.data(&request));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
+    #[test]
+    fn a_syn_gets_a_challenge_ack_and_its_bytes_are_not_taken() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        let request = request_v2(OFFER, 16, 16, b"");
+        // In the window, with the request: a SYN on a synchronized connection anyway.
+        bench.deliver(peer.again(TcpControl::Syn, peer.snd_nxt, &request));
+        let challenge = bench.sent();
+        assert_eq!(kinds(&challenge), ["ACK"]);
+        assert_eq!(
+            (challenge[0].seq, challenge[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert!(bench.out().is_empty());
+        // Without ACK too (the fourth check comes before the fifth).
+        bench.deliver(peer.without_ack(TcpControl::Syn, &[]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.counters().syns_challenged, 2);
+        assert_eq!(bench.fw.counters().segments_without_ack, 0);
+        // The connection goes on.
+        bench.deliver(peer.data(&request));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
+    #[test]
     fn rst_drops_quietly() {
         let mut bench = Bench::default();
         let peer = handshake(&mut bench);

@@ -499,6 +499,11 @@ impl Peer {
         )
     }
 
+    /// A segment at `snd_nxt` without the ACK flag, not moving `snd_nxt`.
+    pub fn without_ack(&self, control: TcpControl, payload: &[u8]) -> Vec<u8> {
+        self.frame(control, self.snd_nxt, None, payload, false)
+    }
+
     pub fn syn(&mut self) -> Vec<u8> {
         self.seg(TcpControl::Syn, &[])
     }
