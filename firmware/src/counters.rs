@@ -43,6 +43,9 @@ counters! {
     retransmissions,
     /// RST segments received that reset a connection.
     resets_received,
+    /// RST segments in the receive window but not at its start, answered with a
+    /// challenge ACK and dropped (RFC 5961 §3.2).
+    resets_challenged,
     /// RST segments sent.
     resets_sent,
     /// SYNs dropped because the listener's half-open limit was reached.

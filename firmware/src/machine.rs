@@ -799,8 +799,33 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Send a segment that belongs to no connection (an RST to a stray segment).
-    pub(crate) fn send_stray<H: Nic>(&mut self, nic: &mut H, segment: &SegmentOut) {
-        transmit(&mut self.counters, nic, segment, &[]);
+    /// Send a segment without payload from the addresses alone, not from a connection's
+    /// state: an RST to a segment nobody takes, a challenge ACK.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_stray<H: Nic>(
+        &mut self,
+        nic: &mut H,
+        tuple: &FourTuple,
+        remote_mac: [u8; 6],
+        control: TcpControl,
+        seq: u32,
+        ack: Option<u32>,
+        window: u16,
+    ) {
+        let segment = SegmentOut {
+            src_mac: self.config.mac,
+            dst_mac: remote_mac,
+            src_ip: tuple.local_ip,
+            dst_ip: tuple.remote_ip,
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            control,
+            seq,
+            ack,
+            window,
+            syn_options: None,
+        };
+        transmit(&mut self.counters, nic, &segment, &[]);
     }
 
     /// Send RST at `snd_nxt`.

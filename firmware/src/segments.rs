@@ -5,7 +5,7 @@ use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
 use iwnic_proto::mpa::{Frame, FrameRepr, RtrTypes, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
-use iwnic_proto::net::{RxDescriptor, SegmentOut, TcpSegment};
+use iwnic_proto::net::{RxDescriptor, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
@@ -108,20 +108,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Some(ack) => (ack, None),
             None => (0, Some(seg.seq.wrapping_add(seg.segment_len()))),
         };
-        let rst = SegmentOut {
-            src_mac: self.config.mac,
-            dst_mac: remote_mac,
-            src_ip: tuple.local_ip,
-            dst_ip: tuple.remote_ip,
-            src_port: tuple.local_port,
-            dst_port: tuple.remote_port,
-            control: TcpControl::Rst,
-            seq,
-            ack,
-            window: 0,
-            syn_options: None,
-        };
-        self.send_stray(nic, &rst);
+        self.send_stray(nic, &tuple, remote_mac, TcpControl::Rst, seq, ack, 0);
     }
 
     fn on_syn<H: Nic>(&mut self, nic: &mut H, l: usize, tuple: FourTuple, seg: &TcpSegment) {
@@ -170,30 +157,41 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
+    /// RFC 9293 §3.10.7.4 first check, with RFC 5961 §3.2: after SYN-SENT only an RST
+    /// at exactly `rcv_nxt` resets; one elsewhere in the receive window gets a challenge
+    /// ACK (a peer that really reset answers it with an exact RST); others are dropped.
     fn on_rst<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let c = &self.conns[i];
-        let acceptable = match c.state {
-            State::SynSent => seg.ack == Some(c.snd_nxt),
-            _ => {
-                let rcv_nxt = match c.datapath_numbers_current() {
-                    true => nic.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
-                    false => c.rcv_nxt,
-                };
-                let offset = seq_diff(seg.seq, rcv_nxt);
-                (0..i32::from(self.config.window).max(1)).contains(&offset)
+        if c.state == State::SynSent {
+            if seg.ack != Some(c.snd_nxt) {
+                self.counters.segments_out_of_order += 1;
+                return;
             }
+            self.counters.resets_received += 1;
+            return self.drop_connection(nic, i, -ECONNREFUSED);
+        }
+        let rcv_nxt = match c.datapath_numbers_current() {
+            true => nic.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
+            false => c.rcv_nxt,
         };
-        if !acceptable {
+        let offset = seq_diff(seg.seq, rcv_nxt);
+        if offset == 0 {
+            self.counters.resets_received += 1;
+            return self.drop_connection(nic, i, -ECONNRESET);
+        }
+        // The window we advertise: scaled once both SYNs offered scaling, except in
+        // our SYN-ACK's own (RFC 7323 §2.2).
+        let shift = match (c.state, c.peer_window_shift) {
+            (State::SynReceived, _) | (_, NO_WINDOW_SCALING) => 0,
+            _ => u32::from(self.config.window_shift),
+        };
+        let window = u32::from(self.config.window) << shift;
+        if offset < 0 || offset as u32 >= window {
             self.counters.segments_out_of_order += 1;
             return;
         }
-        self.counters.resets_received += 1;
-        let status = if c.state == State::SynSent {
-            -ECONNREFUSED
-        } else {
-            -ECONNRESET
-        };
-        self.drop_connection(nic, i, status);
+        self.counters.resets_challenged += 1;
+        self.challenge(nic, i);
     }
 
     fn in_syn_sent<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
@@ -249,6 +247,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// takes nothing (RFC 9293 §3.10.7.4, fourth and fifth checks).
     fn in_stream<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Syn {
+            self.counters.syns_challenged += 1;
             return self.challenge(nic, i);
         }
         let Some(ack) = seg.ack else {
@@ -295,17 +294,30 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// A SYN on a synchronized connection, in or out of the window: a challenge ACK
-    /// (RFC 5961 §4), so a peer that lost the connection resets it, and nothing taken.
-    /// Cold: peers do not send it on a connection they hold.
+    /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN): our next sequence
+    /// number and `rcv_nxt`, the datapath's on a flow it carries, so a peer that really
+    /// lost the connection answers with an RST at exactly `rcv_nxt`. Cold: peers do not
+    /// send these on a connection they hold.
     #[cold]
     fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) {
-        self.counters.syns_challenged += 1;
-        // On a flow the datapath carries (a SYN queued here before the hand-off) our
-        // numbers are not the current ones: counted only.
-        if !self.conns[i].datapath_numbers_current() {
-            self.send_ack(nic, i);
-        }
+        let c = &self.conns[i];
+        let (seq, ack) = match c.datapath_numbers_current() {
+            true => match nic.read_flow(i as u16) {
+                Some(ctx) => (ctx.snd_nxt, ctx.rcv_nxt),
+                None => return,
+            },
+            false => (c.snd_nxt, c.rcv_nxt),
+        };
+        let (tuple, remote_mac, window) = (c.tuple, c.remote_mac, self.config.window);
+        self.send_stray(
+            nic,
+            &tuple,
+            remote_mac,
+            TcpControl::None,
+            seq,
+            Some(ack),
+            window,
+        );
     }
 
     /// Advance `snd_una` to an acceptable `ack` and forget acknowledged buffered bytes.

@@ -163,6 +163,29 @@ mod established {
     }
 
     #[test]
+    fn an_rst_in_the_window_but_not_at_rcv_nxt_is_challenged_at_the_datapaths_numbers() {
+        let mut bench = Bench::default();
+        let (peer, conn) = established(&mut bench, 3);
+        let ahead = Peer {
+            snd_nxt: peer.snd_nxt.wrapping_add(10),
+            ..peer.clone()
+        };
+        bench.deliver(ahead.rst());
+        assert!(bench.out().is_empty());
+        let challenge = bench.sent();
+        assert_eq!(kinds(&challenge), ["ACK"]);
+        // The datapath's numbers, which moved past the firmware's on the 3 bytes.
+        assert_eq!(
+            (challenge[0].seq, challenge[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert_eq!(bench.fw.counters().resets_challenged, 1);
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        bench.deliver(peer.rst());
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+    }
+
+    #[test]
     fn a_crc_error_in_the_datapath_is_terminate_rst_close() {
         for kind in [FlowEventKind::CrcError, FlowEventKind::LengthError] {
             let mut bench = Bench::default();

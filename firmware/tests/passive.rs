@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use iwnic_firmware::State;
+use iwnic_firmware::{Config, State};
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes};
@@ -642,6 +642,38 @@ mod await_request {
         // The connection goes on.
         bench.deliver(peer.data(&request));
         assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
+    #[test]
+    fn an_rst_in_the_window_but_not_at_its_start_gets_a_challenge_ack() {
+        // Scaling agreed (the peer's SYN offers it): our window is 65535 << 2.
+        let mut bench = Bench::with(Config {
+            window_shift: 2,
+            ..config()
+        });
+        let peer = handshake(&mut bench);
+        for offset in [1, 65535, 4 * 65535 - 1] {
+            bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + offset, &[]));
+            let challenge = bench.sent();
+            assert_eq!(kinds(&challenge), ["ACK"], "RST at rcv_nxt + {offset}");
+            assert_eq!(
+                (challenge[0].seq, challenge[0].ack),
+                (peer.rcv_nxt, Some(peer.snd_nxt))
+            );
+        }
+        // Beyond the window, or before it: dropped without an answer.
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 4 * 65535, &[]));
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt - 1, &[]));
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.counters().resets_challenged, 3);
+        assert_eq!(bench.fw.counters().segments_out_of_order, 2);
+        assert_eq!(bench.fw.connections(), 1);
+        // Exactly at rcv_nxt: reset (the request was never raised, so quietly).
+        bench.deliver(peer.rst());
+        assert!(bench.sent().is_empty());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.counters().resets_received, 1);
     }
 
     #[test]
