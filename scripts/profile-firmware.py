@@ -13,9 +13,10 @@ connection for the chosen checksum mode (it matches the benchmark's `minstret` f
 to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
-    scripts/profile-firmware.py [--mode 0|1] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input] [--input K]
+    scripts/profile-firmware.py [--mode 0|1|2] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input] [--input K]
 
-Mode 0 is the first benchmark run (checksums in the datapath), 1 the second. `--lines
+Mode 0 is the first benchmark run (one connection at a time, checksums in the datapath),
+1 the second (checksums in firmware too), 2 the third (8 side by side). `--lines
 NAME` also charges the instructions of the functions whose symbol contains NAME to
 their source lines (innermost inlined location, from the ELF's line tables through
 llvm-addr2line), to see what the inlined code of a large function does; `--inlined NAME`
@@ -34,8 +35,13 @@ import subprocess
 import tempfile
 
 ELF = 'target/riscv/riscv32imac-unknown-none-elf/firmware/iwnic-firmware-qemu'
-# The benchmark's connections per mode (BENCH_CONNECTIONS in firmware/qemu/src/main.rs).
-CONNECTIONS = 100
+# The benchmark's runs in order (firmware/qemu/src/main.rs): one connection at a time
+# (BENCH_CONNECTIONS) with checksums in the datapath, then in firmware too; then rounds
+# (BENCH_ROUNDS) of MAX_SIDE_BY_SIDE side by side. Per mode: measured windows (a poll
+# each) and connections.
+CONNECTIONS, ROUNDS, SIDE_BY_SIDE = 100, 12, 8
+MODES = ((4 * CONNECTIONS, CONNECTIONS), (4 * CONNECTIONS, CONNECTIONS),
+         (4 * ROUNDS, ROUNDS * SIDE_BY_SIDE))
 # What each of a setup's polls takes in, in order (passive_setup in
 # firmware/src/selftest/passive_open.rs).
 INPUTS = ('SYN', 'ACK and MPA request', 'accept command', 'RTR')
@@ -154,20 +160,20 @@ def inlined_calls(elf, by_address):
 KINDS = (
     ('frames in (queue, header fields, 4-tuple)',
      ('TcpSegment', 'control_of', 'on_frame', 'scan_options', 'net::field',
-      'Ring<2, iwnic_firmware::selftest::passive_open::RxSlot>')),
-    ('frames out', ('TxDescriptor', 'TxSlot', 'machine::transmit', 'Machine<8, 2>>::send::',
+      'passive_open::RxSlot>>')),
+    ('frames out', ('TxDescriptor', 'TxSlot', 'machine::transmit', 'Machine>::send::',
                     'send_staged')),
-    ('4-tuple index', ('EntryIndex', 'FourTuple', 'Machine<8, 2>>::find')),
+    ('4-tuple index', ('EntryIndex', 'FourTuple', 'Machine>::find')),
     ('host records (commands in, events and completions out)',
-     ('Event>::emit', 'Endpoint', 'Machine<8, 2>>::raise', 'Completion', 'CommandRecord',
-      'WordAligned<580>', 'Machine<8, 2>>::complete', 'parse_header', 'parse_private_data',
-      'Machine<8, 2>>::lookup', 'on_command', 'check_limits', 'established', 'emit_event',
+     ('Event>::emit', 'Endpoint', 'Machine>::raise', 'Completion', 'CommandRecord',
+      'WordAligned<580>', 'Machine>::complete', 'parse_header', 'parse_private_data',
+      'Machine>::lookup', 'on_command', 'check_limits', 'established', 'emit_event',
       'emit_completion')),
     ('MPA request and reply', ('FrameRepr', 'V2Block', 'judge_request', 'request_bytes',
-                               'Machine<8, 2>>::accept', 'negotiation', 'Machine<8, 2>>::stage',
+                               'Machine>::accept', 'negotiation', 'Machine>::stage',
                                'NegotiationBuffer>::stage')),
     ('RTR', ('prefix_len', 'equals_constant', 'rtr', 'judge_rtr')),
-    ('clock and timers', ('Timer', 'Clock', 'Machine<8, 2>>::arm', 'not_after', 'set_time')),
+    ('clock and timers', ('Timer', 'Clock', 'Machine>::arm', 'not_after', 'set_time')),
     ('flow writes', ('write_flow', 'flow_context', 'install_flow')),
 )
 # The memory builtins' own instructions (charged to their callers by function) are a kind.
@@ -182,6 +188,8 @@ def by_kind(inner, by_function):
     kinds[COPIES] = sum(count for name, count in by_function.items()
                         if MEMORY_BUILTIN.search(name.split(' from ')[0]))
     for name, count in inner.items():
+        # Without the table's sizes: `Machine<16, 8>>::send` matches `Machine>::send`.
+        name = re.sub(r'<\d+, \d+>', '', name)
         kind = next((kind for kind, keys in KINDS if any(k in name for k in keys)),
                     'the rest: entries, exits, spills, the state machine')
         kinds[kind] += count
@@ -191,7 +199,9 @@ def by_kind(inner, by_function):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--elf', default=ELF)
-    ap.add_argument('--mode', type=int, default=0, choices=(0, 1))
+    ap.add_argument("--mode", type=int, default=0, choices=range(len(MODES)),
+                    help="0: one at a time, checksums in the datapath; 1: in firmware too; "
+                         "2: side by side")
     ap.add_argument('--top', type=int, default=40)
     ap.add_argument('--lines', metavar='NAME')
     ap.add_argument('--by-input', action='store_true')
@@ -208,50 +218,50 @@ def main():
                  'functions: give one')
     windows, addresses = measured_windows(args.elf, function_symbols(args.elf),
                                           args.lines or args.inlined or args.by_kind or None)
-    if not windows or len(windows) % 2:
-        raise SystemExit(f'expected the same number of windows in both modes, got {len(windows)}')
-    # Both modes poll the same number of times a connection, the first mode first.
-    half = len(windows) // 2
+    if len(windows) != sum(count for count, _ in MODES):
+        raise SystemExit(f'expected {[count for count, _ in MODES]} windows, got {len(windows)}')
+    first = sum(count for count, _ in MODES[:args.mode])
+    count, connections = MODES[args.mode]
+    mode = slice(first, first + count)
     # One input's polls: every len(INPUTS)-th window from its position on.
     polls = slice(args.input - 1, None, len(INPUTS)) if args.input else slice(None)
     by_function, by_address = collections.Counter(), collections.Counter()
-    for window in windows[args.mode * half:(args.mode + 1) * half][polls]:
+    for window in windows[mode][polls]:
         by_function.update(window)
-    for window in addresses[args.mode * half:(args.mode + 1) * half][polls]:
+    for window in addresses[mode][polls]:
         by_address.update(window)
     total = sum(by_function.values())
-    print(f'mode {args.mode}: {total / CONNECTIONS:.0f} instructions per connection '
-          f'({half} measured windows, {CONNECTIONS} connections)')
+    print(f'mode {args.mode}: {total / connections:.0f} instructions per connection '
+          f'({count} measured windows, {connections} connections)')
     for name, count in by_function.most_common(args.top):
-        print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {name}')
+        print(f'{count / connections:8.0f}  {count / total:6.1%}  {name}')
     if args.by_input:
-        mode_windows = windows[args.mode * half:(args.mode + 1) * half]
         for position, label in enumerate(INPUTS):
             by_poll = collections.Counter()
-            for window in mode_windows[position::len(INPUTS)]:
+            for window in windows[mode][position::len(INPUTS)]:
                 by_poll.update(window)
             print(f'\npoll {position + 1} ({label}): '
-                  f'{sum(by_poll.values()) / CONNECTIONS:.0f} instructions per connection')
+                  f'{sum(by_poll.values()) / connections:.0f} instructions per connection')
             for name, count in by_poll.most_common(min(args.top, 8)):
-                print(f'{count / CONNECTIONS:8.0f}  {name}')
+                print(f'{count / connections:8.0f}  {name}')
     if args.inlined:
         outer, inner = inlined_calls(args.elf, by_address)
         for title, counter in (('by the call inlined into it', outer),
                                ("by the innermost of this project's functions", inner)):
             print(f'\n{args.inlined!r}, {title}:')
             for name, count in counter.most_common(args.top):
-                print(f'{count / CONNECTIONS:8.1f}  {name}')
+                print(f'{count / connections:8.1f}  {name}')
     if args.by_kind:
         _, inner = inlined_calls(args.elf, by_address)
         kinds = by_kind(inner, by_function)
         print('\nby kind of work:')
         for kind, count in kinds.most_common():
-            print(f'{count / CONNECTIONS:8.0f}  {count / total:6.1%}  {kind}')
+            print(f'{count / connections:8.0f}  {count / total:6.1%}  {kind}')
     if args.lines:
         by_line = source_lines(args.elf, by_address)
         print(f'\nby source line, functions matching {args.lines!r}:')
         for line, count in by_line.most_common(args.top):
-            print(f'{count / CONNECTIONS:8.1f}  {line}')
+            print(f'{count / connections:8.1f}  {line}')
 
 
 if __name__ == '__main__':

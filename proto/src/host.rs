@@ -303,7 +303,10 @@ impl<'a> CommandRecord<'a> {
     /// that carries no private data must announce none. A record with several faults
     /// gets the error of the first check, in this order: header and length, the fixed
     /// part present (`Truncated`), private data, kind, canonical form, endpoints.
-    #[inline]
+    ///
+    /// Always inlined, as [`crate::net::TcpSegment::from_descriptor`]: out of line, the
+    /// record is returned through memory and copied.
+    #[inline(always)]
     pub fn parse(bytes: &'a [u8]) -> Result<CommandRecord<'a>> {
         use used::*;
         let (kind, flags, len, tag) = parse_header(bytes)?;

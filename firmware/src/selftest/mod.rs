@@ -43,20 +43,36 @@ pub const CASES: &[Case] = &[
         name: "passive_open_v2_rtr",
         run: passive_open_v2_rtr,
     },
+    Case {
+        name: "passive_opens_side_by_side",
+        run: passive_opens_side_by_side,
+    },
 ];
 
 /// A passive MPA v2 connection with RTR through the whole state machine, twice (the
 /// second reuses the freed entry).
 fn passive_open_v2_rtr() -> Result<(), &'static str> {
+    passive_opens(1)
+}
+
+/// As many passive connections as the in-memory NIC's queues hold, set up side by side
+/// (each step's inputs queued for one poll), twice: what the benchmark's full-load figure
+/// runs.
+fn passive_opens_side_by_side() -> Result<(), &'static str> {
+    passive_opens(passive_open::MAX_SIDE_BY_SIDE)
+}
+
+fn passive_opens(side_by_side: usize) -> Result<(), &'static str> {
+    use passive_open::{MemoryFirmware, MemoryNic};
     let config = passive_open::config(iwnic_proto::net::Checksums::Software);
-    let mut fw = crate::Firmware::<4, 2>::new(config);
-    let mut nic = passive_open::MemoryNic::default();
+    let mut fw = MemoryFirmware::new(config);
+    let mut nic = MemoryNic::default();
     passive_open::listen(&mut fw, &mut nic)?;
-    let poll = |fw: &mut crate::Firmware<4, 2>, nic: &mut passive_open::MemoryNic| {
+    let poll = |fw: &mut MemoryFirmware, nic: &mut MemoryNic| {
         fw.poll(nic, smoltcp::time::Instant::from_millis(0))
     };
-    passive_open::passive_setup(&mut fw, &mut nic, 40000, poll)?;
-    passive_open::passive_setup(&mut fw, &mut nic, 40001, poll)
+    passive_open::passive_setups(&mut fw, &mut nic, 40000, side_by_side, poll)?;
+    passive_open::passive_setups(&mut fw, &mut nic, 41000, side_by_side, poll)
 }
 
 fn check(ok: bool, why: &'static str) -> Result<(), &'static str> {
