@@ -6,7 +6,7 @@
 //! With revision 2 and the enhanced flag the first 4 bytes of the private data are the
 //! [`V2Block`]; [`FrameRepr::private_data`] is the application's part after it.
 
-use crate::bytes::be16;
+use crate::bytes::{be16, equals_constant};
 use crate::{Error, Result};
 
 /// Key of an MPA request frame.
@@ -226,19 +226,22 @@ impl<'a> FrameRepr<'a> {
 
     /// [`FrameRepr::parse`] over a plain byte slice that starts with the frame; bytes after
     /// the frame are not looked at.
+    #[inline(always)]
     pub fn parse_bytes(bytes: &'a [u8]) -> Result<FrameRepr<'a>> {
         if bytes.len() < HEADER_LEN {
             return Err(Error::Truncated);
         }
         let frame = Frame::new_unchecked(bytes);
         let flags = frame.flags();
-        // The key as one number: four word compares instead of a byte-wise memcmp.
-        let key = |k: &[u8; 16]| u128::from_le_bytes(*k);
-        let kind = match frame.key().try_into().map(key) {
-            Ok(k) if k == key(REQUEST_KEY) => FrameKind::Request,
-            Ok(k) if k == key(REPLY_KEY) && flags & flags::REJECT != 0 => FrameKind::Reject,
-            Ok(k) if k == key(REPLY_KEY) => FrameKind::Accept,
-            _ => return Err(Error::BadKey),
+        let key: &[u8; 16] = frame.key().try_into().map_err(|_| Error::Truncated)?;
+        let kind = if equals_constant(key, REQUEST_KEY) {
+            FrameKind::Request
+        } else if !equals_constant(key, REPLY_KEY) {
+            return Err(Error::BadKey);
+        } else if flags & flags::REJECT != 0 {
+            FrameKind::Reject
+        } else {
+            FrameKind::Accept
         };
         let revision = frame.revision();
         if !(1..=2).contains(&revision) {
