@@ -18,7 +18,8 @@ pub struct Config {
     pub checksums: Checksums,
     /// Largest TCP payload we accept per segment (our MSS option).
     pub mss: u16,
-    /// Receive window we advertise (unscaled) and our window scale shift.
+    /// Receive window we advertise (unscaled) and our window scale shift (at most 14,
+    /// RFC 7323 §2.3: larger values are taken as 14).
     pub window: u16,
     pub window_shift: u8,
     /// Wait for the MPA request after the handshake (siw: 5 s).
@@ -41,6 +42,10 @@ pub struct Config {
     pub time_wait: Duration,
     /// Longest wait in FIN_WAIT_2 for the peer's FIN.
     pub fin_wait_2_timeout: Duration,
+    /// Shortest time between two challenge ACKs of one connection (RFC 5961 §7), so
+    /// spoofed SYNs and RSTs cannot make it send an ACK each (Linux's
+    /// `tcp_invalid_ratelimit`: 500 ms).
+    pub challenge_ack_interval: Duration,
     /// Largest IRD/ORD the device supports (accept/connect beyond it: -EINVAL).
     pub max_ird: u16,
     pub max_ord: u16,
@@ -71,6 +76,7 @@ impl Default for Config {
             data_retries: 8,
             time_wait: Duration::from_secs(60),
             fin_wait_2_timeout: Duration::from_secs(60),
+            challenge_ack_interval: Duration::from_millis(500),
             max_ird: 64,
             max_ord: 64,
             half_open_limit: 128,

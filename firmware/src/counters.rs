@@ -32,13 +32,16 @@ counters! {
     frames_ignored,
     /// Segments for no connection and no listener, answered with RST.
     segments_unmatched,
-    /// Segments outside the receive window or out of order (a duplicate ACK answers).
+    /// Segments outside the receive window or out of order (a duplicate ACK answers),
+    /// and RSTs outside the window or not acknowledging our SYN (dropped, no answer).
     segments_out_of_order,
     /// Segments without ACK on a synchronized connection, dropped (RFC 9293 §3.10.7.4).
     segments_without_ack,
     /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
     /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
     syns_challenged,
+    /// Challenge ACKs not sent: one had gone within the connection's interval.
+    challenge_acks_limited,
     /// Control segments and stream bytes sent again after a timeout.
     retransmissions,
     /// RST segments received that reset a connection.

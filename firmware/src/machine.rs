@@ -29,6 +29,8 @@ const NO_BUFFER: u16 = u16::MAX;
 const NO_LISTENER: u8 = u8::MAX;
 /// The peer did not offer window scaling (RFC 7323: then neither side scales).
 pub(crate) const NO_WINDOW_SCALING: u8 = u8::MAX;
+/// The largest window scale shift (RFC 7323 §2.3).
+pub(crate) const MAX_WINDOW_SHIFT: u8 = 14;
 
 /// Where a connection is. Passive: SynReceived → AwaitRequest → AwaitAccept → (AwaitRtr)
 /// → Established. Active: SynSent → AwaitReply → (AwaitRtrAck) → Established. Close:
@@ -75,8 +77,8 @@ pub(crate) enum Owed {
     Close,
 }
 
-/// One connection: [`CONNECTION_ENTRY_BYTES`] (76), held under the design's 128 at compile
-/// time; with the index and the timers, 65,536 connections take 6.6 MB.
+/// One connection: [`CONNECTION_ENTRY_BYTES`] (80), held under the design's 128 at compile
+/// time; with the index and the timers, 65,536 connections take 6.9 MB.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Conn {
     pub state: State,
@@ -102,6 +104,8 @@ pub(crate) struct Conn {
     /// End of the state's own timer (MPA timeouts, the delayed ACK of the request,
     /// TIME_WAIT, FIN_WAIT_2), ms.
     pub phase_deadline: u32,
+    /// When the last challenge ACK went, ms (see [`Config::challenge_ack_interval`]).
+    pub challenged_at: u32,
     pub neg: Negotiation,
 }
 
@@ -136,6 +140,7 @@ impl Conn {
         rcv_nxt: 0,
         rto: 0,
         phase_deadline: 0,
+        challenged_at: 0,
         neg: Negotiation {
             revision: 0,
             enhanced: false,
@@ -279,6 +284,7 @@ pub(crate) struct Timeouts {
     pub rto_max: u32,
     pub time_wait: u32,
     pub fin_wait_2: u32,
+    pub challenge_ack: u32,
 }
 
 impl Timeouts {
@@ -307,6 +313,7 @@ impl Timeouts {
             rto_max: ms(config.rto_max),
             time_wait: ms(config.time_wait),
             fin_wait_2: ms(config.fin_wait_2_timeout),
+            challenge_ack: ms(config.challenge_ack_interval),
         }
     }
 }
@@ -517,6 +524,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             B < NO_BUFFER as usize,
             "negotiation buffers are indexed by u16"
         );
+        // RFC 7323 §2.3: a shift above 14 is taken as 14, by the peer and here.
+        let config = Config {
+            window_shift: if config.window_shift > MAX_WINDOW_SHIFT {
+                MAX_WINDOW_SHIFT
+            } else {
+                config.window_shift
+            },
+            ..config
+        };
         let mut buffers = [NegotiationBuffer::EMPTY; B];
         let mut b = 0;
         while b + 1 < B {
@@ -603,6 +619,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             tuple,
             remote_mac,
             rto: self.timeouts.rto_initial,
+            // The first challenge ACK may go at once.
+            challenged_at: self.now_ms.wrapping_sub(self.timeouts.challenge_ack),
             ..Conn::FREE
         };
         self.live += 1;
@@ -798,7 +816,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         transmit(counters, nic, &segment, payload);
     }
 
-    /// Send a segment that belongs to no connection (an RST to a stray segment).
     /// Send a segment without payload from the addresses alone, not from a connection's
     /// state: an RST to a segment nobody takes, a challenge ACK.
     #[allow(clippy::too_many_arguments)]

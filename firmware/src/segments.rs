@@ -179,19 +179,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.resets_received += 1;
             return self.drop_connection(nic, i, -ECONNRESET);
         }
-        // The window we advertise: scaled once both SYNs offered scaling, except in
-        // our SYN-ACK's own (RFC 7323 §2.2).
-        let shift = match (c.state, c.peer_window_shift) {
-            (State::SynReceived, _) | (_, NO_WINDOW_SCALING) => 0,
-            _ => u32::from(self.config.window_shift),
-        };
-        let window = u32::from(self.config.window) << shift;
-        if offset < 0 || offset as u32 >= window {
+        if offset < 0 || offset as u32 >= self.receive_window(i) {
             self.counters.segments_out_of_order += 1;
             return;
         }
-        self.counters.resets_challenged += 1;
-        self.challenge(nic, i);
+        if self.challenge(nic, i) {
+            self.counters.resets_challenged += 1;
+        }
     }
 
     fn in_syn_sent<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
@@ -247,12 +241,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// takes nothing (RFC 9293 §3.10.7.4, fourth and fifth checks).
     fn in_stream<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Syn {
-            self.counters.syns_challenged += 1;
-            return self.challenge(nic, i);
+            if self.challenge(nic, i) {
+                self.counters.syns_challenged += 1;
+            }
+            return;
         }
         let Some(ack) = seg.ack else {
-            self.counters.segments_without_ack += 1;
-            return;
+            return self.without_ack(nic, i, seg);
         };
         self.take_ack(i, ack);
         self.conns[i].peer_window = seg.window;
@@ -296,19 +291,26 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN): our next sequence
     /// number and `rcv_nxt`, the datapath's on a flow it carries, so a peer that really
-    /// lost the connection answers with an RST at exactly `rcv_nxt`. Cold: peers do not
-    /// send these on a connection they hold.
+    /// lost the connection answers with an RST at exactly `rcv_nxt`. At most one per
+    /// [`crate::Config::challenge_ack_interval`] (§7); `false` when none went. Cold:
+    /// peers do not send these on a connection they hold.
     #[cold]
-    fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) {
+    fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) -> bool {
         let c = &self.conns[i];
-        let (seq, ack) = match c.datapath_numbers_current() {
+        if self.now_ms.wrapping_sub(c.challenged_at) < self.timeouts.challenge_ack {
+            self.counters.challenge_acks_limited += 1;
+            return false;
+        }
+        let (seq, ack, window) = match c.datapath_numbers_current() {
+            // The datapath's numbers and the window its ACKs advertise.
             true => match nic.read_flow(i as u16) {
-                Some(ctx) => (ctx.snd_nxt, ctx.rcv_nxt),
-                None => return,
+                Some(ctx) => (ctx.snd_nxt, ctx.rcv_nxt, u16::MAX),
+                None => return false,
             },
-            false => (c.snd_nxt, c.rcv_nxt),
+            false => (c.snd_nxt, c.rcv_nxt, self.config.window),
         };
-        let (tuple, remote_mac, window) = (c.tuple, c.remote_mac, self.config.window);
+        let (tuple, remote_mac) = (c.tuple, c.remote_mac);
+        self.conns[i].challenged_at = self.now_ms;
         self.send_stray(
             nic,
             &tuple,
@@ -318,6 +320,48 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Some(ack),
             window,
         );
+        true
+    }
+
+    /// RFC 9293 §3.10.7.4 in order: a segment without ACK that is not acceptable gets
+    /// an ACK (first check; the datapath answers on a flow it carries), one that is
+    /// acceptable is dropped (fifth check).
+    #[cold]
+    fn without_ack<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
+        let c = &self.conns[i];
+        let offset = seq_diff(seg.seq, c.rcv_nxt);
+        let old = offset < 0 && seg.segment_len() <= offset.unsigned_abs();
+        if !c.datapath_numbers_current() && (offset > 0 || old) {
+            self.counters.segments_out_of_order += 1;
+            return self.send_ack(nic, i);
+        }
+        self.counters.segments_without_ack += 1;
+    }
+
+    /// The window connection `i` advertised last, for judging an RST: the datapath's
+    /// (65535, what its ACKs carry) once the flow may have been handed over, which is
+    /// never less than ours after; ours before. Scaled once both SYNs offered scaling,
+    /// except in our SYN-ACK (RFC 7323 §2.2).
+    fn receive_window(&self, i: usize) -> u32 {
+        let c = &self.conns[i];
+        let window = match (c.in_datapath, c.state) {
+            (true, _)
+            | (
+                _,
+                State::Established
+                | State::FinWait1
+                | State::FinWait2
+                | State::Closing
+                | State::TimeWait
+                | State::LastAck,
+            ) => u16::MAX,
+            _ => self.config.window,
+        };
+        let shift = match (c.state, c.peer_window_shift) {
+            (State::SynReceived, _) | (_, NO_WINDOW_SCALING) => 0,
+            _ => self.config.window_shift,
+        };
+        u32::from(window) << shift
     }
 
     /// Advance `snd_una` to an acceptable `ack` and forget acknowledged buffered bytes.

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use iwnic_firmware::{FlowEvent, FlowEventKind, State};
+use iwnic_firmware::{Config, FlowEvent, FlowEventKind, State};
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::RtrTypes;
@@ -183,6 +183,25 @@ mod established {
         assert_eq!(bench.fw.state(conn), Some(State::Established));
         bench.deliver(peer.rst());
         assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+    }
+
+    #[test]
+    fn in_fpdu_mode_the_window_is_the_datapaths() {
+        // Our own window is small; the datapath's ACKs advertise 65535.
+        let mut bench = Bench::with(Config {
+            window: 1024,
+            ..config()
+        });
+        let (peer, conn) = established(&mut bench, 3);
+        let ahead = Peer {
+            snd_nxt: peer.snd_nxt.wrapping_add(5_000),
+            ..peer.clone()
+        };
+        bench.deliver(ahead.rst());
+        let challenge = bench.sent();
+        assert_eq!(kinds(&challenge), ["ACK"]);
+        assert_eq!(challenge[0].window, u16::MAX, "the datapath's window");
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
     }
 
     #[test]

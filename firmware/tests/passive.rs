@@ -409,6 +409,50 @@ mod syn_received {
     use super::*;
 
     #[test]
+    fn an_rst_in_the_syn_acks_window_is_challenged_and_one_beyond_it_dropped() {
+        // Scaling agreed, but our SYN-ACK's own window is not scaled (RFC 7323 §2.2).
+        let mut bench = Bench::with(Config {
+            window_shift: 2,
+            ..config()
+        });
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 1, &[]));
+        let challenge = bench.sent();
+        assert_eq!(kinds(&challenge), ["ACK"]);
+        assert_eq!(
+            (challenge[0].seq, challenge[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        bench.advance(500);
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 65535, &[]));
+        assert!(bench.sent().is_empty());
+        bench.deliver(peer.rst());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    #[test]
+    fn a_window_shift_above_14_is_taken_as_14() {
+        // Hostile RSTs must not find a shift overflow (RFC 7323 §2.3 caps it at 14).
+        let mut bench = Bench::with(Config {
+            window_shift: 32,
+            ..config()
+        });
+        bench.listen(PORT, 8);
+        let mut peer = Peer::new(40000, PORT, 5);
+        bench.deliver(peer.syn());
+        let syn_ack = bench.sent();
+        assert_eq!(syn_ack[0].window_scale, Some(14));
+        peer.saw_all(&syn_ack);
+        bench.deliver(peer.ack());
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + (65535 << 14) - 1, &[]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.config().window_shift, 14);
+    }
+
+    #[test]
     fn a_lost_syn_ack_is_sent_again_with_backoff_then_given_up() {
         let mut bench = Bench::default();
         bench.listen(PORT, 8);
@@ -634,7 +678,9 @@ mod await_request {
             (peer.rcv_nxt, Some(peer.snd_nxt))
         );
         assert!(bench.out().is_empty());
-        // Without ACK too (the fourth check comes before the fifth).
+        // Without ACK too (the fourth check comes before the fifth), once the interval
+        // between two challenge ACKs has passed.
+        bench.advance(500);
         bench.deliver(peer.without_ack(TcpControl::Syn, &[]));
         assert_eq!(kinds(&bench.sent()), ["ACK"]);
         assert_eq!(bench.fw.counters().syns_challenged, 2);
@@ -653,6 +699,7 @@ mod await_request {
         });
         let peer = handshake(&mut bench);
         for offset in [1, 65535, 4 * 65535 - 1] {
+            bench.advance(500);
             bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + offset, &[]));
             let challenge = bench.sent();
             assert_eq!(kinds(&challenge), ["ACK"], "RST at rcv_nxt + {offset}");
@@ -674,6 +721,57 @@ mod await_request {
         assert!(bench.out().is_empty());
         assert_eq!(bench.fw.connections(), 0);
         assert_eq!(bench.fw.counters().resets_received, 1);
+    }
+
+    #[test]
+    fn challenge_acks_are_limited_to_one_per_interval() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        // A flood of spoofed SYNs and in-window RSTs: one ACK per 500 ms.
+        for k in 0..10 {
+            bench.deliver(peer.again(TcpControl::Syn, peer.snd_nxt + k, &[]));
+            bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 1 + k, &[]));
+        }
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        bench.advance(499);
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 1, &[]));
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 1, &[]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        let counters = bench.fw.counters();
+        assert_eq!(
+            (counters.syns_challenged, counters.resets_challenged),
+            (1, 1)
+        );
+        assert_eq!(counters.challenge_acks_limited, 20);
+        // The connection goes on.
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
+    #[test]
+    fn bytes_without_ack_outside_the_window_get_an_ack() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        // Ahead of rcv_nxt, and entirely old: the first check answers both.
+        let ahead = Peer {
+            snd_nxt: peer.snd_nxt + 10,
+            ..peer.clone()
+        };
+        bench.deliver(ahead.without_ack(TcpControl::Psh, b"ahead"));
+        let behind = Peer {
+            snd_nxt: peer.snd_nxt - 4,
+            ..peer.clone()
+        };
+        bench.deliver(behind.without_ack(TcpControl::Psh, b"old"));
+        let acks = bench.sent();
+        assert_eq!(kinds(&acks), ["ACK", "ACK"]);
+        assert!(acks.iter().all(|a| a.ack == Some(peer.snd_nxt)));
+        assert_eq!(bench.fw.counters().segments_out_of_order, 2);
+        assert_eq!(bench.fw.counters().segments_without_ack, 0);
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
     }
 
     #[test]
