@@ -104,8 +104,10 @@ impl Hasher for WordHasher {
 /// it sent itself (MPA reply, RTR) are acknowledged.
 ///
 /// What the firmware relies on the datapath for, per flow in FPDU mode:
-/// - frames with FIN or RST, and every frame while `rtr_expected`, go to the firmware RX
-///   queue; a FIN segment's in-order payload is delivered first and `rcv_nxt` advanced;
+/// - frames with FIN, RST or SYN or without ACK, and every frame while `rtr_expected`,
+///   go to the firmware RX queue; a FIN segment's in-order payload is delivered first and
+///   `rcv_nxt` advanced (not one with RST or SYN or without ACK: the firmware takes those
+///   whole, RFC 9293 §3.10.7.4, RFC 5961);
 /// - a segment with data the flow already received is answered with an ACK of `rcv_nxt`
 ///   (the peer's firmware may be retransmitting its RTR because our ACK was lost);
 /// - `snd_una` follows the peer's ACKs;

@@ -8,6 +8,7 @@ use iwnic_firmware::{Config, FlowEvent, FlowEventKind, State};
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::RtrTypes;
+use iwnic_proto::smoltcp_wire::TcpControl;
 
 /// A passive v2 peer-to-peer connection in FPDU mode; the datapath then carried
 /// `carried` bytes each way.
@@ -104,7 +105,7 @@ mod established {
         assert_eq!(bench.fw.state(conn), None);
         assert_eq!(bench.fw.connections(), 1);
         let seq = peer.snd_nxt - 1;
-        bench.deliver(peer.again(iwnic_proto::smoltcp_wire::TcpControl::Fin, seq, &[]));
+        bench.deliver(peer.again(TcpControl::Fin, seq, &[]));
         assert_eq!(kinds(&bench.sent()), ["ACK"]);
         bench.advance(60_000);
         assert_eq!(bench.fw.connections(), 0);
@@ -183,6 +184,29 @@ mod established {
         assert_eq!(bench.fw.state(conn), Some(State::Established));
         bench.deliver(peer.rst());
         assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+    }
+
+    #[test]
+    fn a_syn_or_a_segment_without_ack_in_fpdu_mode_takes_nothing() {
+        // The datapath steers both here, whole (hal.rs).
+        let mut bench = Bench::default();
+        let (peer, conn) = established(&mut bench, 3);
+        bench.deliver(peer.again(TcpControl::Syn, peer.snd_nxt, b"data"));
+        let challenge = bench.sent();
+        assert_eq!(kinds(&challenge), ["ACK"]);
+        assert_eq!(
+            (challenge[0].seq, challenge[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        bench.deliver(peer.without_ack(TcpControl::Fin, &[]));
+        assert!(bench.sent().is_empty());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        let counters = bench.fw.counters();
+        assert_eq!(
+            (counters.syns_challenged, counters.segments_without_ack),
+            (1, 1)
+        );
     }
 
     #[test]

@@ -102,8 +102,9 @@
 //! (two more cycles), and once the delivery of the frame before is done, decides as
 //! the model does and hands the frame to the delivery:
 //!
-//! - no flow, a flow still expecting its RTR, or RST: the raw frame goes to the firmware,
-//!   behind its RX descriptor;
+//! - no flow, a flow still expecting its RTR, RST, SYN or no ACK: the raw frame goes to
+//!   the firmware, behind its RX descriptor (its payload is not delivered: RFC 9293
+//!   drops a segment without ACK, RFC 5961 answers a SYN with a challenge ACK);
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
 //! - payload at `rcv_nxt` moves `rcv_nxt` and, unless the flow has failed, is replayed
 //!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
@@ -716,7 +717,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// In RxLookup: the frame is for this NIC and its lookup waits for the table.
     lookup_request: DFF<Bit>,
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
-    /// expected, no RST).
+    /// expected, ACK and neither RST nor SYN).
     rx_datapath: DFF<Bit>,
     /// The context's valid and failed bits and its flow's ULPDU limit (from the MSS).
     flow_valid: DFF<Bit>,
@@ -1307,9 +1308,13 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.flow_max_ulpdu.d.next =
                 (self.ctx_misc.read_data.val().get_bits::<16>(0) & 0xFFFC) - 6;
         }
+        // Flags ACK 0x10, RST 0x04, SYN 0x02: a segment with RST or SYN, or without ACK,
+        // is the firmware's (RFC 9293 §3.10.7.4, RFC 5961), whole and undelivered.
         self.rx_datapath.d.next = self.ctx_misc.read_data.val().get_bit(51)
             & !self.ctx_misc.read_data.val().get_bit(49)
-            & !self.w_seg_flags.q.val().get_bit(2);
+            & self.w_seg_flags.q.val().get_bit(4)
+            & !self.w_seg_flags.q.val().get_bit(2)
+            & !self.w_seg_flags.q.val().get_bit(1);
         // The last delivery failed this segment's flow after its context was read (the
         // controller reads the next segment's context while a delivery runs): registered
         // every cycle, valid in RxDecide, which follows a cycle of idle delivery.

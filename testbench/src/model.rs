@@ -5,11 +5,11 @@
 //!   ([`RxDescriptor::parse`]); anything else, or a frame over 1,518 bytes, is dropped
 //!   and counted. Flag combinations, zero ports and TCP options are not judged here,
 //!   only by the firmware in the frames it gets: a flow's data segment with SYN and FIN
-//!   has its payload delivered and goes on to the firmware, which ignores it.
-//! - Steer: frames of flows not in FPDU mode, frames carrying FIN or RST (whatever else
-//!   is set), and every frame of a flow still expecting its RTR go to the firmware;
-//!   in-order payload of offloaded flows goes to MPA receive. A FIN segment's payload is
-//!   delivered first.
+//!   goes whole to the firmware (for its SYN), which ignores it.
+//! - Steer: frames of flows not in FPDU mode, frames carrying RST or SYN or without ACK
+//!   (whole, their payload undelivered), frames carrying FIN, and every frame of a flow
+//!   still expecting its RTR go to the firmware; in-order payload of offloaded flows goes
+//!   to MPA receive. A FIN segment's payload is delivered first.
 //! - MPA receive: FPDUs delineated per flow across segments ([`Splitter`]), CRC32c checked;
 //!   an FPDU must end with its segment. A CRC or length error stops the flow and is
 //!   reported to the firmware.
@@ -188,16 +188,19 @@ impl Engine for ModelDatapath {
         let Some(flow) = self.flows.get_mut(&index) else {
             return;
         };
-        if flow.ctx.rtr_expected || seg.flags & net::RST != 0 {
+        // RST, SYN and segments without ACK are the firmware's, whole (RFC 9293
+        // §3.10.7.4, RFC 5961).
+        if flow.ctx.rtr_expected
+            || seg.flags & (net::RST | net::SYN) != 0
+            || seg.flags & net::ACK == 0
+        {
             return self.steer_to_firmware(frame);
         }
-        if seg.flags & net::ACK != 0 {
-            let ctx = &mut flow.ctx;
-            if seq_diff(seg.ack, ctx.snd_una) > 0 && seq_diff(seg.ack, ctx.snd_nxt) <= 0 {
-                ctx.snd_una = seg.ack;
-            }
-            ctx.peer_window = seg.window;
+        let ctx = &mut flow.ctx;
+        if seq_diff(seg.ack, ctx.snd_una) > 0 && seq_diff(seg.ack, ctx.snd_nxt) <= 0 {
+            ctx.snd_una = seg.ack;
         }
+        ctx.peer_window = seg.window;
         if !payload.is_empty() {
             let offset = seq_diff(seg.seq, flow.ctx.rcv_nxt);
             if offset == 0 {

@@ -779,6 +779,28 @@ fn scripted() -> Script {
     )));
     s.data(c, &[ulpdu(10, 66)], TcpControl::Psh);
     s.push(Op::Read(c));
+    // In-order FPDUs behind SYN, or without ACK: the firmware's, whole (RFC 5961's
+    // challenge ACK, RFC 9293's drop), nothing delivered, rcv_nxt where it was.
+    let fc = s.flow(c);
+    for (control, ack) in [
+        (TcpControl::Syn, Some(fc.snd_nxt)),
+        (TcpControl::Psh, None),
+        (TcpControl::Fin, None),
+    ] {
+        let frame = peer_frame(&fc, control, fc.rcv_nxt, ack, 29_200, &fpdu(&ulpdu(6, 67)));
+        let outcome = s.push(Op::Net(frame));
+        assert_eq!(
+            (
+                outcome.firmware.len(),
+                outcome.host.len(),
+                outcome.net.len()
+            ),
+            (1, 0, 0),
+            "{control:?} with ACK {ack:?}: {outcome:?}"
+        );
+    }
+    assert_eq!(s.flow(c).rcv_nxt, fc.rcv_nxt);
+    s.data(c, &[ulpdu(10, 68)], TcpControl::Psh);
 
     // FIN with payload on A, then RST on A, then A removed.
     s.data(a, &[ulpdu(64, 70), ulpdu(3, 71)], TcpControl::Fin);
