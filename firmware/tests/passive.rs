@@ -408,24 +408,25 @@ mod await_rtr {
 mod syn_received {
     use super::*;
 
-    #[test]
-    fn an_rst_in_the_syn_acks_window_is_challenged_and_one_beyond_it_dropped() {
-        // Scaling agreed, but our SYN-ACK's own window is not scaled (RFC 7323 §2.2).
-        let mut bench = Bench::with(Config {
-            window_shift: 2,
-            ..config()
-        });
+    /// A listener and a peer's SYN taken under `config`; the SYN-ACK not yet read.
+    fn syn_received_with(config: Config) -> (Bench, Peer) {
+        let mut bench = Bench::with(config);
         bench.listen(PORT, 8);
         let mut peer = Peer::new(40000, PORT, 5);
         bench.deliver(peer.syn());
+        (bench, peer)
+    }
+
+    #[test]
+    fn an_rst_in_the_syn_acks_window_is_challenged_and_one_beyond_it_dropped() {
+        // Scaling agreed, but our SYN-ACK's own window is not scaled (RFC 7323 §2.2).
+        let (mut bench, mut peer) = syn_received_with(Config {
+            window_shift: 2,
+            ..config()
+        });
         peer.saw_all(&bench.sent());
         bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 1, &[]));
-        let challenge = bench.sent();
-        assert_eq!(kinds(&challenge), ["ACK"]);
-        assert_eq!(
-            (challenge[0].seq, challenge[0].ack),
-            (peer.rcv_nxt, Some(peer.snd_nxt))
-        );
+        assert_challenge_ack(&bench.sent(), &peer);
         bench.advance(500);
         bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 65535, &[]));
         assert!(bench.sent().is_empty());
@@ -436,13 +437,10 @@ mod syn_received {
     #[test]
     fn a_window_shift_above_14_is_taken_as_14() {
         // Hostile RSTs must not find a shift overflow (RFC 7323 §2.3 caps it at 14).
-        let mut bench = Bench::with(Config {
+        let (mut bench, mut peer) = syn_received_with(Config {
             window_shift: 32,
             ..config()
         });
-        bench.listen(PORT, 8);
-        let mut peer = Peer::new(40000, PORT, 5);
-        bench.deliver(peer.syn());
         let syn_ack = bench.sent();
         assert_eq!(syn_ack[0].window_scale, Some(14));
         peer.saw_all(&syn_ack);
@@ -454,10 +452,7 @@ mod syn_received {
 
     #[test]
     fn a_lost_syn_ack_is_sent_again_with_backoff_then_given_up() {
-        let mut bench = Bench::default();
-        bench.listen(PORT, 8);
-        let mut peer = Peer::new(40000, PORT, 5);
-        bench.deliver(peer.syn());
+        let (mut bench, _) = syn_received_with(config());
         let first = bench.sent();
         let mut at = Vec::new();
         for _ in 0..200_000 {
@@ -560,10 +555,7 @@ mod syn_received {
 
     #[test]
     fn rst_drops_the_half_open_connection_quietly() {
-        let mut bench = Bench::default();
-        bench.listen(PORT, 8);
-        let mut peer = Peer::new(40000, PORT, 5);
-        bench.deliver(peer.syn());
+        let (mut bench, mut peer) = syn_received_with(config());
         peer.saw_all(&bench.sent());
         bench.deliver(peer.rst());
         assert!(bench.out().is_empty());
@@ -671,12 +663,7 @@ mod await_request {
         let request = request_v2(OFFER, 16, 16, b"");
         // In the window, with the request: a SYN on a synchronized connection anyway.
         bench.deliver(peer.again(TcpControl::Syn, peer.snd_nxt, &request));
-        let challenge = bench.sent();
-        assert_eq!(kinds(&challenge), ["ACK"]);
-        assert_eq!(
-            (challenge[0].seq, challenge[0].ack),
-            (peer.rcv_nxt, Some(peer.snd_nxt))
-        );
+        assert_challenge_ack(&bench.sent(), &peer);
         assert!(bench.out().is_empty());
         // Without ACK too (the fourth check comes before the fifth), once the interval
         // between two challenge ACKs has passed.
@@ -701,12 +688,7 @@ mod await_request {
         for offset in [1, 65535, 4 * 65535 - 1] {
             bench.advance(500);
             bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + offset, &[]));
-            let challenge = bench.sent();
-            assert_eq!(kinds(&challenge), ["ACK"], "RST at rcv_nxt + {offset}");
-            assert_eq!(
-                (challenge[0].seq, challenge[0].ack),
-                (peer.rcv_nxt, Some(peer.snd_nxt))
-            );
+            assert_challenge_ack(&bench.sent(), &peer);
         }
         // Beyond the window, or before it: dropped without an answer.
         bench.deliver(peer.again(TcpControl::Rst, peer.snd_nxt + 4 * 65535, &[]));

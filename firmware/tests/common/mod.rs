@@ -396,6 +396,17 @@ impl Bench {
 }
 
 /// Kinds of a batch of segments, for matching.
+/// `sent` is one challenge ACK (RFC 5961) at the numbers `peer` expects: its
+/// `rcv_nxt`, acknowledging its `snd_nxt`.
+pub fn assert_challenge_ack(sent: &[Seg], peer: &Peer) {
+    assert_eq!(kinds(sent), ["ACK"], "a challenge ACK");
+    assert_eq!(
+        (sent[0].seq, sent[0].ack),
+        (peer.rcv_nxt, Some(peer.snd_nxt)),
+        "the challenge ACK's numbers"
+    );
+}
+
 pub fn kinds(segs: &[Seg]) -> Vec<&'static str> {
     segs.iter().map(Seg::kind).collect()
 }
