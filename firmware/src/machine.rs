@@ -760,6 +760,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// Send a segment of connection `i`: `control`, sequence number `seq`, acknowledging
     /// `rcv_nxt` (except on an active SYN), with `payload`; as several when the payload
     /// exceeds the peer's MSS (RFC 9293 §3.7.1), `control` on the last.
+    ///
+    /// Hinted inline: LLVM then writes the SYN-ACK's and the reply's descriptors in
+    /// their senders, whose fields it has in registers (measured: −45 instructions a
+    /// setup, +1 KB of code).
+    #[inline]
     pub(crate) fn send<H: Nic>(
         &mut self,
         nic: &mut H,
