@@ -163,11 +163,15 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,972 LUT4 (53 % of the device), 10,580 FF, 43 of 56 DP16KD,
-//! 121.8 MHz with the default placement, 123.3 and 110.4 with seeds 1 and 2: every
-//! critical path into the firmware builder's `carry` (from the firmware slice's full
-//! flag or the builder's `out_valid`, 4 levels, 8.1–9.1 ns), below 125 MHz in all
-//! three. The TX descriptor's
+//! asked for 125 MHz): 12,960 LUT4 (53 % of the device), 10,580 FF, 43 of 56 DP16KD,
+//! 115.9 MHz with the default placement (`raw_bank_free` to `bank_busy`, 5 levels,
+//! 8.6 ns), 111.3 and 113.8 with seeds 1 and 2 (the firmware builder's `has_payload` and
+//! `phase` to its `carry`, 4 levels, 8.8–9.0 ns), after the steering of SYN and ACK-less
+//! segments to the firmware (two flag terms in `rx_datapath`, off those paths). The
+//! netlist before it: 12,972 LUT4, 121.8 MHz with the default placement, 123.3 and
+//! 110.4 with seeds 1 and 2: every critical path into the firmware builder's `carry`
+//! (from the firmware slice's full flag or the builder's `out_valid`, 4 levels,
+//! 8.1–9.1 ns), below 125 MHz in all three. The TX descriptor's
 //! window-scale bit (`desc_no_window_scale`) added one LUT4 and one FF to `tcp_tx`
 //! standing alone; the other 377 LUT4 are the flow's mapping of the changed netlist (the
 //! commit before it, synthesised again, gives its 12,594 and 134.0 MHz exactly). Before
