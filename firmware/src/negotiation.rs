@@ -73,7 +73,9 @@ pub(crate) fn request(
         peer_ird: 0,
         peer_ord: 0,
         ird,
-        ord,
+        // The Read RTR offered is an RDMA Read Request: it needs an ORD of 1 at least
+        // (as the kernel's cxgb4 raises it in peer-to-peer mode).
+        ord: if !mpa_v1 && ord == 0 { 1 } else { ord },
     };
     (frame(FrameKind::Request, &neg, private_data), neg)
 }
@@ -177,6 +179,11 @@ pub(crate) fn accept<'a>(
         true => choose_rtr(neg.rtr),
         false => RtrTypes::NONE,
     };
+    // The initiator's Read RTR is an RDMA Read Request to us: it needs an IRD of 1 at
+    // least (as the kernel's cxgb4 raises it).
+    if neg.rtr == RtrTypes::READ && neg.ird == 0 {
+        neg.ird = 1;
+    }
     (frame(FrameKind::Accept, &neg, private_data), neg)
 }
 

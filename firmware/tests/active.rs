@@ -24,6 +24,30 @@ mod syn_sent {
     use super::*;
 
     #[test]
+    fn the_read_rtr_offered_raises_an_ord_of_0_to_1() {
+        // A zero-length Read is an RDMA Read Request: the request offers it with ORD 1.
+        let mut bench = Bench::default();
+        bench.command(Command::Connect {
+            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
+            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
+            ird: 4,
+            ord: 0,
+            qpn: 1,
+            mpa_v1: false,
+            private_data: b"",
+        });
+        let syn = bench.sent();
+        let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
+        peer.saw_all(&syn);
+        bench.deliver(peer.syn());
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["ACK", "DATA"]);
+        let block = parse_mpa(&segs[1].payload).v2.unwrap();
+        assert!(block.rtr.read);
+        assert_eq!((block.ird, block.ord), (4, 1));
+    }
+
+    #[test]
     fn rst_to_our_syn_is_connection_refused() {
         let mut bench = Bench::default();
         bench.command(Command::Connect {

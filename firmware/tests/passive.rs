@@ -240,6 +240,24 @@ mod await_accept {
     }
 
     #[test]
+    fn a_read_rtr_raises_an_ird_of_0_to_1() {
+        // The initiator's zero-length Read is an RDMA Read Request to us.
+        let mut bench = Bench::default();
+        let (_peer, request) =
+            passive_until_request(&mut bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+        bench.command(Command::Accept {
+            conn: request.conn,
+            ird: 0,
+            ord: 4,
+            qpn: 3,
+            private_data: b"",
+        });
+        let reply = bench.sent()[0].payload.clone();
+        let block = parse_mpa(&reply).v2.unwrap();
+        assert_eq!((block.rtr, block.ird, block.ord), (RtrTypes::READ, 1, 4));
+    }
+
+    #[test]
     fn reject_sends_r_with_private_data_then_closes_quietly() {
         let mut bench = Bench::default();
         let (mut peer, request) =
