@@ -163,48 +163,32 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,960 LUT4 (53 % of the device), 10,580 FF, 43 of 56 DP16KD,
-//! 115.9 MHz with the default placement (`raw_bank_free` to `bank_busy`, 5 levels,
-//! 8.6 ns), 111.3 and 113.8 with seeds 1 and 2 (the firmware builder's `has_payload` and
-//! `phase` to its `carry`, 4 levels, 8.8–9.0 ns), after the steering of SYN and ACK-less
-//! segments to the firmware (two flag terms in `rx_datapath`, off those paths). The
-//! netlist before it: 12,972 LUT4, 121.8 MHz with the default placement, 123.3 and
-//! 110.4 with seeds 1 and 2: every critical path into the firmware builder's `carry`
-//! (from the firmware slice's full flag or the builder's `out_valid`, 4 levels,
-//! 8.1–9.1 ns), below 125 MHz in all three. The TX descriptor's
-//! window-scale bit (`desc_no_window_scale`) added one LUT4 and one FF to `tcp_tx`
-//! standing alone; the other 377 LUT4 are the flow's mapping of the changed netlist (the
-//! commit before it, synthesised again, gives its 12,594 and 134.0 MHz exactly). Before
-//! it: 12,594 LUT4, 10,578 FF, 134.0 MHz with the default placement; the same netlist
-//! placed with nextpnr's seeds 1 to 5 (`--seed N`): 131.3, 122.8, 106.4, 120.2 and 129.5
-//! MHz. Three of those six
-//! placements' critical paths are in the firmware's segment builder (the firmware
-//! slice's full flag or the builder's phase into its `tail_keep` or `carry`, 5 logic
-//! levels, 7.7–9.4 ns); the default's is the datapath builder's `has_payload` into
-//! `tail_keep` (7.5 ns), seed 1's in `mpa_rx`, seed 2's in the host queue. Loading
-//! `tail_keep` and `carry` every cycle with what their phase hands on (no handshake in
-//! front of them) took them off every critical path but averaged 119.8 MHz over the six
-//! placements (against 124.0), the builder's header mux then the limit: not kept. With
-//! the RX descriptors alone (11,874 LUT4, 9,618 FF) the default placement gave 123.4 MHz;
-//! before them (11,772 LUT4, 9,405 FF) 119.4, and seeds 1 to 5 128.5, 133.4, 131.1, 135.3
-//! and 126.7, the default's critical path from `fpdu_slice`'s full flag through
-//! `mpa_tx`'s ready into the controller's state (the end of a host ULPDU in TxStream),
-//! 8.4 ns. Before `ctx_op` 3 (whose command decode, now two registers set as a command
-//! is taken, replaced `cmd_op == 0` compares in the context writes: 447 LUT4 fewer) the
-//! default placement gave 128.3 MHz and seeds 1 to 5 129.6, 130.1, 129.0, 126.6 and
-//! 114.2, the critical paths then the receive handshake into the header fields' enables
-//! (7.8 ns) and `tx_checksum`'s ring fill into `in_ready` (seed 5, 8.8 ns). So those
-//! netlists met 125 MHz in five placements of six, and the one with the firmware's own
-//! builder (before its window-scale bit) in three (mean 124.0 MHz): the next step is a register in front of that
-//! builder's header mux, or a seed sweep in the board flow. The margin was always thin,
-//! and a small change moves the default placement across it: a registered ring-room flag for that path
-//! measured 120.8 MHz with the default seed (critical path: `mpa_rx`'s CRC verdict into
-//! its failed flag) and was not kept. The round before ended at 119.1 MHz (117.0–121.9
-//! over seeds 1 and 2), with the worst path moving with the placement among some twenty
-//! blocks' paths within a nanosecond of it. That round picked its steps from the slowest
-//! endpoints of two or three placements at a time (`scripts/slowest-endpoints.py`): its
-//! middle steps spread over 114.5–132.0 MHz with the placement, the last over
-//! 114.2–130.1.
+//! asked for 125 MHz): 12,878 LUT4 (53 % of the device), 10,734 FF, 43 of 56 DP16KD;
+//! **133.7 MHz** with the default placement. The same netlist placed with nextpnr's
+//! seeds 1 to 5 (`--seed N`) gives 121.6, 119.6, 114.2, 123.9 and 122.3 MHz, so the
+//! margin depends on the placement. Three of those five critical paths run from the
+//! firmware builder's beat `index` through its header mux into `out_data` (4 levels,
+//! 8.2–8.8 ns, two thirds of it routing: the decode fans out to 64 bits). The others:
+//! the datapath builder's output handshake into `tail_keep` (seed 2), and `mpa_rx`'s
+//! room into its word register (seed 4). The next step is the header built as a shift
+//! register of its seven beats, loaded with the descriptor, so no mux stands in front
+//! of `out_data`.
+//!
+//! Three changes took the default placement from 115.9 MHz (111.3 and 113.8 with seeds
+//! 1 and 2) to this figure:
+//! - The firmware builder's payload comes through a skid buffer (`fw_payload_slice`),
+//!   so the port's `fw_tx_valid` no longer runs into `carry`'s 48 enables.
+//! - The builders' `takes_payload` flag is a register, set beside `phase`, in place of
+//!   a decode of the phase and `has_payload`.
+//! - A bank is marked busy a cycle after its frame's last beat (`bank_filled`), which
+//!   takes the network handshake off `bank_busy`'s set-and-release logic.
+//!
+//! Earlier netlists, for the record: 128.3 MHz before the firmware's descriptors (five
+//! placements of six above 125), 134.0 with the firmware's own builder (three of six),
+//! and 115.9 after the SYN and ACK-less steering (none of three). Each round picked its
+//! steps from the slowest endpoints of several placements at once
+//! (`scripts/slowest-endpoints.py`): with one placement, fixing its worst path only
+//! moves the worst to another block on the next.
 //!
 //! What took it there, each step measured on the whole top:
 //! - block RAM read through its own output register ([`OutputRegisteredRam`]:
@@ -563,6 +547,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// same cut between it and the arbiter, whose grant would otherwise run on through
     /// the builder's payload ready to `fw_tx_ready`.
     fw_builder: SegmentBuilder,
+    /// The firmware's payload beats into its builder: `fw_tx_valid` (a port input) would
+    /// otherwise run into the builder's payload handshake and on to `carry`'s and the
+    /// phase's enables, and the builder's `payload_ready` out to `fw_tx_ready`.
+    fw_payload_slice: SkidBuffer,
     fw_frame_slice: SkidBuffer,
     /// Between the arbiter and checksum insertion: `tx_checksum`'s ready (its ring fill
     /// level) would otherwise run through the arbiter and the builder into `mpa_tx`.
@@ -588,6 +576,12 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw_end: Signal<Local, Bits<64>>,
     verdict_end: Signal<Local, Bits<64>>,
     bank_busy: DFF<Bits<4>>,
+    /// The bank (one-hot) a frame's last raw beat went to in the cycle before, marked in
+    /// `bank_busy` a cycle late: the network handshake then feeds one register's
+    /// four inputs, not the busy bits' set-and-release logic. Nothing reads the bank's
+    /// busy bit sooner: `raw_bank_free` looks at the bank after it, and its verdict,
+    /// which may release it, comes two cycles after the last beat at the earliest.
+    bank_filled: DFF<Bits<4>>,
     /// `raw_bank` is free, registered (from the bank the next cycle writes, and the
     /// busy bits before this cycle's releases: a freed bank shows a cycle late), so the
     /// parser's input valid and `net_rx_ready` start at a flip-flop.
@@ -888,6 +882,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             payload_wr,
             raw_ends,
             bank_busy,
+            bank_filled,
             raw_bank_free,
             held0,
             held1,
@@ -1018,6 +1013,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.frame_slice.reset.next = self.reset.val();
         self.fw_builder.clock.next = self.clock.val();
         self.fw_builder.reset.next = self.reset.val();
+        self.fw_payload_slice.clock.next = self.clock.val();
+        self.fw_payload_slice.reset.next = self.reset.val();
         self.fw_frame_slice.clock.next = self.clock.val();
         self.fw_frame_slice.reset.next = self.reset.val();
         self.fpdu_slice.clock.next = self.clock.val();
@@ -1535,7 +1532,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // to the firmware's builder, then the payload's beats passed to it.
         self.fw_tx_ready.next = false;
         self.fw_builder.desc_valid.next = false;
-        self.fw_builder.payload_valid.next = false;
+        self.fw_payload_slice.in_valid.next = false;
         match self.fw_tx_state.q.val() {
             FwTx::Descriptor => {
                 self.fw_tx_ready.next = !self.reset.val();
@@ -1586,10 +1583,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             FwTx::Payload => {
-                self.fw_builder.payload_valid.next = self.fw_tx_valid.val();
-                self.fw_tx_ready.next = self.fw_builder.payload_ready.val();
+                // Into the slice; the builder takes the beats from it in order, the
+                // next descriptor's header in front of them only once they are taken.
+                self.fw_payload_slice.in_valid.next = self.fw_tx_valid.val();
+                self.fw_tx_ready.next = self.fw_payload_slice.in_ready.val();
                 if self.fw_tx_valid.val()
-                    & self.fw_builder.payload_ready.val()
+                    & self.fw_payload_slice.in_ready.val()
                     & self.fw_tx_last.val()
                 {
                     self.fw_tx_state.d.next = FwTx::Descriptor;
@@ -1653,9 +1652,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.fw_payload_follows.q.val() {
             self.fw_builder.desc_payload_len.next = self.fw_desc4.q.val().get_bits::<16>(48);
         }
-        self.fw_builder.payload_data.next = self.fw_tx_data.val();
-        self.fw_builder.payload_keep.next = self.fw_tx_keep.val();
-        self.fw_builder.payload_last.next = self.fw_tx_last.val();
+        self.fw_payload_slice.in_data.next = self.fw_tx_data.val();
+        self.fw_payload_slice.in_keep.next = self.fw_tx_keep.val();
+        self.fw_payload_slice.in_last.next = self.fw_tx_last.val();
+        self.fw_builder.payload_data.next = self.fw_payload_slice.out_data.val();
+        self.fw_builder.payload_keep.next = self.fw_payload_slice.out_keep.val();
+        self.fw_builder.payload_last.next = self.fw_payload_slice.out_last.val();
+        self.fw_builder.payload_valid.next = self.fw_payload_slice.out_valid.val();
+        self.fw_payload_slice.out_ready.next = self.fw_builder.payload_ready.val();
         self.fw_frame_slice.in_data.next = self.fw_builder.frame_data.val();
         self.fw_frame_slice.in_keep.next = self.fw_builder.frame_keep.val();
         self.fw_frame_slice.in_last.next = self.fw_builder.frame_last.val();
@@ -2148,12 +2152,12 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             - bit_cast::<3, 1>(self.frame_taken.val().into());
         // The banks: taken at a frame's last beat, freed by whoever is done with them
         // (each frees its own bank; they may coincide).
-        self.bank_busy.d.next = self.bank_busy.q.val();
+        self.bank_filled.d.next = 0.into();
         if self.net_take.val() & self.net_rx_last.val() {
-            self.bank_busy.d.next = self.bank_busy.q.val()
-                | (bit_cast::<4, 1>(true.into())
-                    << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val()));
+            self.bank_filled.d.next =
+                bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val());
         }
+        self.bank_busy.d.next = self.bank_busy.q.val() | self.bank_filled.q.val();
         if self.verdict_drop.val() {
             self.bank_busy.d.next = self.bank_busy.d.val()
                 & !(bit_cast::<4, 1>(true.into())
@@ -2184,6 +2188,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.payload_bank.d.next = 0.into();
             self.payload_wr.d.next = 0.into();
             self.bank_busy.d.next = 0.into();
+            self.bank_filled.d.next = 0.into();
             self.raw_bank_free.d.next = false;
             self.held_head.d.next = 0.into();
             self.held_tail.d.next = 0.into();

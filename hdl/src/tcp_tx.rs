@@ -148,6 +148,11 @@ pub struct SegmentBuilder {
     /// The options' last 6 bytes (MSS, window scale, end of list), in beat order.
     options_tail: Signal<Local, Bits<48>>,
     phase: DFF<TxPhase>,
+    /// `phase` takes payload beats: Join with a payload, or Body. A register of its own,
+    /// set beside `phase` at each of its moves, so `payload_ready` and the handshake that
+    /// loads `carry`'s 48 bits start at one flip-flop, not at a decode of the phase and
+    /// `has_payload`.
+    takes_payload: DFF<Bit>,
     /// The header beat built next (0..6).
     index: DFF<Bits<3>>,
     /// The descriptor registers hold a descriptor whose header is not yet fully built.
@@ -188,6 +193,7 @@ impl Logic for SegmentBuilder {
             self,
             clock,
             phase,
+            takes_payload,
             index,
             desc_full,
             src_mac,
@@ -217,10 +223,7 @@ impl Logic for SegmentBuilder {
         self.load.next = !self.out_valid.q.val() | self.frame_ready.val();
         self.desc_ready.next = !self.desc_full.q.val() & !self.reset.val();
         self.take_desc.next = self.desc_valid.val() & self.desc_ready.val();
-        self.payload_ready.next = self.load.val()
-            & (((self.phase.q.val() == TxPhase::Join) & self.has_payload.q.val())
-                | (self.phase.q.val() == TxPhase::Body))
-            & !self.reset.val();
+        self.payload_ready.next = self.load.val() & self.takes_payload.q.val() & !self.reset.val();
         self.take_payload.next = self.payload_valid.val() & self.payload_ready.val();
 
         // `keep` is a prefix (the input contract above), so masking each byte with its own
@@ -366,6 +369,7 @@ impl Logic for SegmentBuilder {
                     self.index.d.next = self.index.q.val() + 1;
                     if (self.index.q.val() == 5) & !self.syn_options.q.val() {
                         self.phase.d.next = TxPhase::Join;
+                        self.takes_payload.d.next = self.has_payload.q.val();
                     }
                     // (Both tests take the options flag, so with it tied low this branch
                     // and its registers' inputs are constant and synthesis drops them.)
@@ -379,6 +383,7 @@ impl Logic for SegmentBuilder {
                         self.desc_full.d.next = false;
                         self.index.d.next = 0_u64.into();
                         self.phase.d.next = TxPhase::Tail;
+                        self.takes_payload.d.next = self.has_payload.q.val();
                         if self.has_payload.q.val() {
                             self.phase.d.next = TxPhase::Body;
                         }
@@ -398,6 +403,7 @@ impl Logic for SegmentBuilder {
                             // in beat 7, which is at least 4 bytes (60-byte minimum).
                             self.tail_keep.d.next = (self.payload_keep.val() >> 2) | 0x0F;
                             self.phase.d.next = TxPhase::Tail;
+                            self.takes_payload.d.next = false;
                         }
                     }
                 } else if self.load.val() {
@@ -414,6 +420,7 @@ impl Logic for SegmentBuilder {
                     self.out_valid.d.next = true;
                     self.carry.d.next = self.kept.val().get_bits::<48>(16);
                     if self.payload_last.val() {
+                        self.takes_payload.d.next = false;
                         if self.payload_keep.val().get_bit(2) {
                             self.tail_keep.d.next = self.payload_keep.val() >> 2;
                             self.phase.d.next = TxPhase::Tail;
@@ -454,6 +461,7 @@ impl Logic for SegmentBuilder {
         }
         if self.reset.val() {
             self.phase.d.next = TxPhase::Header;
+            self.takes_payload.d.next = false;
             self.index.d.next = 0_u64.into();
             self.desc_full.d.next = false;
             self.out_valid.d.next = false;
