@@ -1529,7 +1529,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.fpdu_slice.out_ready.next = self.builder.payload_ready.val();
 
         // The firmware's segments: a TX descriptor's five beats into registers, offered
-        // to the firmware's builder, then the payload's beats passed to it.
+        // to the firmware's builder, then the payload's beats passed to it through
+        // `fw_payload_slice`.
         self.fw_tx_ready.next = false;
         self.fw_builder.desc_valid.next = false;
         self.fw_payload_slice.in_valid.next = false;
