@@ -199,9 +199,9 @@ def by_kind(inner, by_function):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--elf', default=ELF)
-    ap.add_argument("--mode", type=int, default=0, choices=range(len(MODES)),
-                    help="0: one at a time, checksums in the datapath; 1: in firmware too; "
-                         "2: side by side")
+    ap.add_argument('--mode', type=int, default=0, choices=range(len(MODES)),
+                    help='0: one at a time, checksums in the datapath; 1: in firmware too; '
+                         '2: side by side')
     ap.add_argument('--top', type=int, default=40)
     ap.add_argument('--lines', metavar='NAME')
     ap.add_argument('--by-input', action='store_true')

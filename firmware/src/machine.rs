@@ -245,8 +245,9 @@ pub struct Firmware<const N: usize, const B: usize> {
 /// In declaration order (measured: 3,942 → 3,917 instructions a setup against the
 /// compiler's order): the scalars every input touches, the configuration and counters,
 /// then the connection table, its index and the listeners, the timer wheel, negotiation
-/// buffers and published counters last. On riscv32 a load reaches 2 KB past its base register; a field beyond costs an
-/// address computed into a register of its own, in every function using it.
+/// buffers and published counters last. On riscv32 a load reaches 2 KB past its base
+/// register; a field beyond costs an address computed into a register of its own, in
+/// every function using it.
 #[repr(C)]
 pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) now_ms: u32,

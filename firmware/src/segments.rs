@@ -170,10 +170,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.resets_received += 1;
             return self.drop_connection(nic, i, -ECONNREFUSED);
         }
-        let rcv_nxt = match c.datapath_numbers_current() {
-            true => nic.read_flow(i as u16).map_or(c.rcv_nxt, |ctx| ctx.rcv_nxt),
-            false => c.rcv_nxt,
-        };
+        let (_, rcv_nxt) = self.current_numbers(nic, i);
         let offset = seq_diff(seg.seq, rcv_nxt);
         if offset == 0 {
             self.counters.resets_received += 1;
@@ -301,15 +298,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.challenge_acks_limited += 1;
             return false;
         }
-        let (seq, ack, window) = match c.datapath_numbers_current() {
-            // The datapath's numbers and the window its ACKs advertise.
-            true => match nic.read_flow(i as u16) {
-                Some(ctx) => (ctx.snd_nxt, ctx.rcv_nxt, u16::MAX),
-                None => return false,
-            },
-            false => (c.snd_nxt, c.rcv_nxt, self.config.window),
+        // On a flow the datapath carries, the window its ACKs advertise.
+        let window = match c.datapath_numbers_current() {
+            true => u16::MAX,
+            false => self.config.window,
         };
         let (tuple, remote_mac) = (c.tuple, c.remote_mac);
+        let (seq, ack) = self.current_numbers(nic, i);
         self.conns[i].challenged_at = self.now_ms;
         self.send_stray(
             nic,
@@ -321,6 +316,20 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             window,
         );
         true
+    }
+
+    /// Connection `i`'s next sequence numbers, `(snd_nxt, rcv_nxt)`: the datapath's while
+    /// they are current there (it moves them in FPDU mode), ours otherwise, and ours too
+    /// should the datapath hold no context for the flow.
+    fn current_numbers<H: Nic>(&self, nic: &mut H, i: usize) -> (u32, u32) {
+        let c = &self.conns[i];
+        let ours = (c.snd_nxt, c.rcv_nxt);
+        match c.datapath_numbers_current() {
+            true => nic
+                .read_flow(i as u16)
+                .map_or(ours, |ctx| (ctx.snd_nxt, ctx.rcv_nxt)),
+            false => ours,
+        }
     }
 
     /// RFC 9293 §3.10.7.4 in order: a segment without ACK that is not acceptable gets

@@ -26,10 +26,9 @@ enum Op {
     Garbage(usize, Vec<u8>),
     Fin(usize),
     Rst(usize),
-    /// A SYN or RST from the peer at `snd_nxt` plus an offset (RFC 5961's challenges), or
-    /// bytes without ACK.
-    SynAt(usize, u32),
-    RstAt(usize, u32),
+    /// A SYN or RST from the peer at `snd_nxt` plus an offset (RFC 5961's challenges).
+    ControlAt(usize, TcpControl, u32),
+    /// Bytes without ACK.
     WithoutAck(usize, Vec<u8>),
     RawFrame(Vec<u8>),
     /// Bytes past the parser with a descriptor of any bytes: nothing the firmware reads
@@ -62,14 +61,10 @@ fn op() -> impl Strategy<Value = Op> {
         peer.clone().prop_map(Op::Rst),
         (
             peer.clone(),
+            prop_oneof![Just(TcpControl::Syn), Just(TcpControl::Rst)],
             prop_oneof![0u32..3, 0u32..0x4_0000, any::<u32>()]
         )
-            .prop_map(|(p, at)| Op::SynAt(p, at)),
-        (
-            peer.clone(),
-            prop_oneof![0u32..3, 0u32..0x4_0000, any::<u32>()]
-        )
-            .prop_map(|(p, at)| Op::RstAt(p, at)),
+            .prop_map(|(p, control, at)| Op::ControlAt(p, control, at)),
         (peer, proptest::collection::vec(any::<u8>(), 0..40))
             .prop_map(|(p, b)| Op::WithoutAck(p, b)),
         proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::RawFrame),
@@ -236,13 +231,9 @@ impl Run {
             Op::Garbage(p, bytes) => b.deliver(self.peers[p].data(&bytes)),
             Op::Fin(p) => b.deliver(self.peers[p].fin()),
             Op::Rst(p) => b.deliver(self.peers[p].rst()),
-            Op::SynAt(p, at) => {
+            Op::ControlAt(p, control, at) => {
                 let peer = &self.peers[p];
-                b.deliver(peer.again(TcpControl::Syn, peer.snd_nxt.wrapping_add(at), &[]));
-            }
-            Op::RstAt(p, at) => {
-                let peer = &self.peers[p];
-                b.deliver(peer.again(TcpControl::Rst, peer.snd_nxt.wrapping_add(at), &[]));
+                b.deliver(peer.again(control, peer.snd_nxt.wrapping_add(at), &[]));
             }
             Op::WithoutAck(p, bytes) => {
                 b.deliver(self.peers[p].without_ack(TcpControl::Psh, &bytes))

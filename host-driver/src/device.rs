@@ -505,15 +505,17 @@ impl CmId {
             shared.send_unwaited(Command::Release { conn });
             return Err(Errno::EINVAL);
         }
-        let (t, result) = shared.execute(t, None, Command::Reject { conn, private_data });
+        let reject = Command::Reject { conn, private_data };
+        let (t, result) = shared.execute(t, None, reject);
         drop(t);
-        match result {
-            Err(errno) if errno != Errno::ECONNRESET => {
-                shared.send_unwaited(Command::Release { conn });
-                Err(errno)
-            }
-            other => other.map(drop),
+        if let Some(release) = result
+            .as_ref()
+            .err()
+            .and_then(|&e| release_after(reject, e))
+        {
+            shared.send_unwaited(release);
         }
+        result.map(drop)
     }
 
     /// `iw_cm_disconnect`: ESTABLISHED → CLOSING (FIN, or RST when `abrupt`); in
@@ -800,6 +802,18 @@ enum Delivery {
     Nothing(Option<Command<'static>>),
 }
 
+/// The release owed after `command` failed with `errno`: a reject that failed but for the
+/// connection being gone (-ECONNRESET) leaves the NIC's connection to release, so it holds
+/// nothing for an id that is gone. Sent by whoever failed, after the table is unlocked.
+fn release_after(command: Command<'_>, errno: Errno) -> Option<Command<'static>> {
+    match command {
+        Command::Reject { conn, .. } if errno != Errno::ECONNRESET => {
+            Some(Command::Release { conn })
+        }
+        _ => None,
+    }
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
@@ -979,18 +993,13 @@ impl Shared {
         if let Some(entry) = t.ids.get_mut(&key) {
             entry.state = IdState::Destroying;
         }
-        // A reject that failed but for the connection being gone leaves it to be
-        // released, as `reject` does, so the NIC holds nothing for an id that is gone.
         let mut release = None;
         if let Some(command) = teardown {
             let (guard, result) = self.execute(t, None, command);
             t = guard;
             if let Err(errno) = result {
                 tracing::warn!(%key, ?command, %errno, "teardown during destroy failed");
-                if let (Command::Reject { conn, .. }, false) = (command, errno == Errno::ECONNRESET)
-                {
-                    release = Some(conn);
-                }
+                release = release_after(command, errno);
             }
         }
         if !on_dispatch_thread(&t) {
@@ -999,8 +1008,8 @@ impl Shared {
         t.ids.remove(&key);
         drop(t);
         self.changed.notify_all();
-        if let Some(conn) = release {
-            self.send_unwaited(Command::Release { conn });
+        if let Some(release) = release {
+            self.send_unwaited(release);
         }
     }
 

@@ -17,15 +17,6 @@ fn accept_param() -> ConnParam {
     }
 }
 
-fn commands(h: &Harness, kind: CommandKind) -> Vec<u32> {
-    h.nic
-        .received()
-        .into_iter()
-        .filter(|c| c.kind == kind)
-        .map(|c| c.handle)
-        .collect()
-}
-
 #[test]
 fn failing_the_connect_request_rejects_the_child_and_keeps_the_listener() {
     let h = Harness::new();
@@ -37,7 +28,7 @@ fn failing_the_connect_request_rejects_the_child_and_keeps_the_listener() {
     let (child, _) = Harness::next_event(&seen);
     h.settle();
     assert_eq!(child.state(), None, "the child is destroyed");
-    assert!(commands(&h, CommandKind::Reject).contains(&conn));
+    assert!(h.nic.handles_of(CommandKind::Reject).contains(&conn));
     assert_eq!(listener.state(), Some(IdState::Listen));
     // The listener still takes requests.
     h.nic.connect_request(handle, b"welcome");
@@ -57,8 +48,8 @@ fn failing_after_accepting_the_request_aborts_the_accepted_connection() {
     let (child, _) = Harness::next_event(&seen);
     h.settle();
     assert_eq!(child.state(), None);
-    assert_eq!(commands(&h, CommandKind::Release), [conn]);
-    assert!(!commands(&h, CommandKind::Reject).contains(&conn));
+    assert_eq!(h.nic.handles_of(CommandKind::Release), [conn]);
+    assert!(!h.nic.handles_of(CommandKind::Reject).contains(&conn));
     assert!(
         common::drain(&seen).is_empty(),
         "ESTABLISHED dropped with the id"
@@ -78,7 +69,7 @@ fn failing_connect_reply_destroys_the_id() {
     Harness::next_event(&seen);
     h.settle();
     assert_eq!(id.state(), None);
-    assert_eq!(commands(&h, CommandKind::Release), [conn]);
+    assert_eq!(h.nic.handles_of(CommandKind::Release), [conn]);
     assert_eq!(
         id.listen(1),
         Err(Errno::EINVAL),
@@ -101,7 +92,7 @@ fn failing_established_destroys_the_id() {
     assert_eq!(established.event, EventKind::Established);
     h.settle();
     assert_eq!(child.state(), None);
-    assert_eq!(commands(&h, CommandKind::Release), [conn]);
+    assert_eq!(h.nic.handles_of(CommandKind::Release), [conn]);
     h.nic.peer_closes(conn, false);
     h.settle();
     assert!(common::drain(&seen).is_empty());
@@ -126,7 +117,7 @@ fn failing_close_destroys_the_id_without_a_command() {
     assert_eq!(close.event, EventKind::Close);
     h.settle();
     assert_eq!(id.state(), None);
-    assert!(commands(&h, CommandKind::Release).is_empty());
+    assert!(h.nic.handles_of(CommandKind::Release).is_empty());
     h.checker.assert_clean();
 }
 
@@ -143,7 +134,7 @@ fn a_panicking_handler_counts_as_a_non_zero_return() {
     let (child, _) = Harness::next_event(&seen);
     h.settle();
     assert_eq!(child.state(), None);
-    assert!(commands(&h, CommandKind::Reject).contains(&conn));
+    assert!(h.nic.handles_of(CommandKind::Reject).contains(&conn));
     assert_eq!(h.device.stats().handler_panics, 1);
 }
 
@@ -166,7 +157,7 @@ fn destroy_from_the_ids_own_handler_returns_and_nothing_follows() {
     Harness::next_event(&seen);
     h.settle();
     assert_eq!(child.state(), None);
-    assert_eq!(commands(&h, CommandKind::Release), [conn]);
+    assert_eq!(h.nic.handles_of(CommandKind::Release), [conn]);
     h.nic.peer_closes(conn, false);
     h.settle();
     assert!(common::drain(&seen).is_empty());

@@ -338,15 +338,6 @@ fn accepted_behind_a_busy_dispatcher(h: &Harness) -> (CmId, u32, std::sync::mpsc
     (child, conn, gate_tx)
 }
 
-fn disconnects_sent(h: &Harness) -> Vec<u32> {
-    h.nic
-        .received()
-        .into_iter()
-        .filter(|c| c.kind == CommandKind::Disconnect)
-        .map(|c| c.handle)
-        .collect()
-}
-
 /// A disconnect after accept returned but before its ESTABLISHED was dispatched waits
 /// for it (the kernel's connect wait), then closes the established connection: it does
 /// not find the id still CONN_RECV and return 0 having done nothing.
@@ -365,7 +356,7 @@ fn disconnect_after_accept_waits_for_established_then_closes() {
     );
     gate.send(()).unwrap();
     assert_eq!(disconnecter.join().unwrap(), OK);
-    assert_eq!(disconnects_sent(&h), [conn]);
+    assert_eq!(h.nic.handles_of(CommandKind::Disconnect), [conn]);
     assert_ne!(child.state(), Some(IdState::ConnRecv));
 }
 
@@ -379,7 +370,7 @@ fn disconnect_gives_up_waiting_for_established_after_the_command_timeout() {
     });
     let (child, _, gate) = accepted_behind_a_busy_dispatcher(&h);
     assert_eq!(child.disconnect(false), Err(Errno::ETIMEDOUT));
-    assert!(disconnects_sent(&h).is_empty());
+    assert!(h.nic.handles_of(CommandKind::Disconnect).is_empty());
     drop(gate);
 }
 
@@ -408,12 +399,5 @@ fn a_request_queued_behind_its_listeners_destruction_is_rejected() {
         common::drain(&seen).is_empty(),
         "no handler for a destroyed listener"
     );
-    let rejects: Vec<u32> = h
-        .nic
-        .received()
-        .into_iter()
-        .filter(|c| c.kind == CommandKind::Reject)
-        .map(|c| c.handle)
-        .collect();
-    assert!(rejects.contains(&conn));
+    assert!(h.nic.handles_of(CommandKind::Reject).contains(&conn));
 }

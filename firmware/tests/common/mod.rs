@@ -395,7 +395,6 @@ impl Bench {
     }
 }
 
-/// Kinds of a batch of segments, for matching.
 /// `sent` is one challenge ACK (RFC 5961) at the numbers `peer` expects: its
 /// `rcv_nxt`, acknowledging its `snd_nxt`.
 pub fn assert_challenge_ack(sent: &[Seg], peer: &Peer) {
@@ -407,6 +406,7 @@ pub fn assert_challenge_ack(sent: &[Seg], peer: &Peer) {
     );
 }
 
+/// Kinds of a batch of segments, for matching.
 pub fn kinds(segs: &[Seg]) -> Vec<&'static str> {
     segs.iter().map(Seg::kind).collect()
 }

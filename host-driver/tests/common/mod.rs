@@ -162,6 +162,26 @@ impl FakeNic {
         self.lock().received.clone()
     }
 
+    /// The handles of the commands of `kind` received so far, in order.
+    pub fn handles_of(&self, kind: CommandKind) -> Vec<u32> {
+        let received = &self.lock().received;
+        received
+            .iter()
+            .filter(|c| c.kind == kind)
+            .map(|c| c.handle)
+            .collect()
+    }
+
+    /// The kinds of the commands on `handle` received so far, in order.
+    pub fn kinds_on(&self, handle: u32) -> Vec<CommandKind> {
+        let received = &self.lock().received;
+        received
+            .iter()
+            .filter(|c| c.handle == handle)
+            .map(|c| c.kind)
+            .collect()
+    }
+
     /// A peer's MPA request on `listener`: raises CONNECT_REQUEST; the new connection's handle.
     pub fn connect_request(&self, listener: u32, private_data: &[u8]) -> u32 {
         let mut m = self.lock();
