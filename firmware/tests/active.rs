@@ -27,22 +27,9 @@ mod syn_sent {
     fn the_read_rtr_offered_raises_an_ord_of_0_to_1() {
         // A zero-length Read is an RDMA Read Request: the request offers it with ORD 1.
         let mut bench = Bench::default();
-        bench.command(Command::Connect {
-            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
-            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
-            ird: 4,
-            ord: 0,
-            qpn: 1,
-            mpa_v1: false,
-            private_data: b"",
-        });
-        let syn = bench.sent();
-        let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
-        peer.saw_all(&syn);
-        bench.deliver(peer.syn());
-        let segs = bench.sent();
-        assert_eq!(kinds(&segs), ["ACK", "DATA"]);
-        let block = parse_mpa(&segs[1].payload).v2.unwrap();
+        let (_, _, request) =
+            active_until_request_with(&mut bench, connect_to_peer(4, 0, false, b""));
+        let block = parse_mpa(&request).v2.unwrap();
         assert!(block.rtr.read);
         assert_eq!((block.ird, block.ord), (4, 1));
     }
@@ -50,15 +37,7 @@ mod syn_sent {
     #[test]
     fn rst_to_our_syn_is_connection_refused() {
         let mut bench = Bench::default();
-        bench.command(Command::Connect {
-            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
-            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
-            ird: 4,
-            ord: 4,
-            qpn: 1,
-            mpa_v1: false,
-            private_data: b"",
-        });
+        bench.command(connect_to_peer(4, 4, false, b""));
         let conn = done(&bench.out()[0]).handle;
         let syn = bench.sent();
         let mut peer = Peer::new(PORT, syn[0].src_port, 0);
@@ -111,15 +90,7 @@ mod syn_sent {
     }
 
     fn connect(bench: &mut Bench, mpa_v1: bool, private_data: &[u8]) -> (u32, u32) {
-        let tag = bench.command(Command::Connect {
-            local: iwnic_proto::host::Endpoint::v4(NIC_IP, 0),
-            remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
-            ird: 4,
-            ord: 4,
-            qpn: 1,
-            mpa_v1,
-            private_data,
-        });
+        let tag = bench.command(connect_to_peer(4, 4, mpa_v1, private_data));
         let out = bench.out();
         (tag, done(&out[0]).handle)
     }
@@ -445,33 +416,10 @@ mod await_rtr_ack {
 fn connect_checks_its_arguments() {
     let mut bench = Bench::default();
     let remote = iwnic_proto::host::Endpoint::v4(PEER_IP, PORT);
-    let local = iwnic_proto::host::Endpoint::v4(NIC_IP, 0);
     let too_long = [0u8; 509];
     for (command, errno) in [
-        (
-            Command::Connect {
-                local,
-                remote,
-                ird: 65,
-                ord: 1,
-                qpn: 1,
-                mpa_v1: false,
-                private_data: b"",
-            },
-            EINVAL,
-        ),
-        (
-            Command::Connect {
-                local,
-                remote,
-                ird: 1,
-                ord: 1,
-                qpn: 1,
-                mpa_v1: false,
-                private_data: &too_long,
-            },
-            EINVAL,
-        ),
+        (connect_to_peer(65, 1, false, b""), EINVAL),
+        (connect_to_peer(1, 1, false, &too_long), EINVAL),
         (
             Command::Connect {
                 local: iwnic_proto::host::Endpoint::v4([10, 9, 9, 9], 0),
@@ -489,15 +437,7 @@ fn connect_checks_its_arguments() {
         assert_eq!(briefs(&bench.out()), [format!("DONE({})", -errno)]);
     }
     // 509 bytes fit revision 1, which has no v2 block.
-    bench.command(Command::Connect {
-        local,
-        remote,
-        ird: 1,
-        ord: 1,
-        qpn: 1,
-        mpa_v1: true,
-        private_data: &too_long,
-    });
+    bench.command(connect_to_peer(1, 1, true, &too_long));
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
     assert!(bench
         .out()

@@ -95,15 +95,7 @@ fn a_full_table_drops_syns_and_refuses_connects() {
     bench.sent();
     bench.deliver(Peer::new(2000, PORT, 1).syn());
     assert!(bench.sent().is_empty());
-    bench.command(Command::Connect {
-        local: Endpoint::v4(NIC_IP, 0),
-        remote: Endpoint::v4(PEER_IP, PORT),
-        ird: 1,
-        ord: 1,
-        qpn: 1,
-        mpa_v1: false,
-        private_data: b"",
-    });
+    bench.command(connect_to_peer(1, 1, false, b""));
     assert_eq!(
         briefs(&bench.out()),
         [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]

@@ -641,6 +641,19 @@ pub fn passive_until_request(bench: &mut Bench, request: &[u8]) -> (Peer, Ev) {
     (peer, ev)
 }
 
+/// A connect to the peer's `PEER_IP:PORT` from a port the NIC picks.
+pub fn connect_to_peer(ird: u16, ord: u16, mpa_v1: bool, private_data: &[u8]) -> Command<'_> {
+    Command::Connect {
+        local: Endpoint::v4(NIC_IP, 0),
+        remote: Endpoint::v4(PEER_IP, PORT),
+        ird,
+        ord,
+        qpn: 1,
+        mpa_v1,
+        private_data,
+    }
+}
+
 /// Active open up to the request on the wire: connect, SYN, SYN-ACK, ACK + request.
 /// Returns the peer, the connection handle and the request bytes.
 pub fn active_until_request(
@@ -648,15 +661,12 @@ pub fn active_until_request(
     mpa_v1: bool,
     private_data: &[u8],
 ) -> (Peer, u32, Vec<u8>) {
-    let tag = bench.command(Command::Connect {
-        local: Endpoint::v4(NIC_IP, 0),
-        remote: Endpoint::v4(PEER_IP, PORT),
-        ird: 16,
-        ord: 16,
-        qpn: 1,
-        mpa_v1,
-        private_data,
-    });
+    active_until_request_with(bench, connect_to_peer(16, 16, mpa_v1, private_data))
+}
+
+/// [`active_until_request`] with the host's `connect` command.
+pub fn active_until_request_with(bench: &mut Bench, connect: Command) -> (Peer, u32, Vec<u8>) {
+    let tag = bench.command(connect);
     let out = bench.out();
     assert_eq!(briefs(&out), ["DONE(0)"]);
     let conn = done(&out[0]).handle;
