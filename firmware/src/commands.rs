@@ -7,7 +7,9 @@ use smoltcp::wire::TcpControl;
 
 use crate::hal::{FlowWrite, FourTuple, Nic};
 use crate::log::fw_warn;
-use crate::machine::{Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS};
+use crate::machine::{
+    ListenAddr, Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS,
+};
 use crate::negotiation;
 
 /// Backlog of a listen with backlog 0 (the kernel's iw_cm `default_backlog`).
@@ -85,6 +87,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if local.port == 0 {
             return Err(EINVAL);
         }
+        let local = ListenAddr {
+            ip,
+            port: local.port,
+        };
         let taken = self.listeners.iter().flatten().any(|l| l.local == local);
         if taken {
             return Err(EADDRINUSE);
@@ -97,7 +103,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let generation = self.listener_generations[slot];
         self.listening |= 1 << slot;
         self.listeners[slot] = Some(Listener {
-            local: Endpoint::v4(ip, local.port),
+            local,
             backlog: if backlog == 0 {
                 DEFAULT_BACKLOG
             } else {
@@ -151,9 +157,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             if l.local.port != tuple.local_port {
                 continue;
             }
-            match l.local.addr {
-                IpAddr::V4(ip) if ip == tuple.local_ip => return Some(slot),
-                IpAddr::V4([0, 0, 0, 0]) if wildcard.is_none() => wildcard = Some(slot),
+            // As words: compared as byte arrays, the compiler loads each byte.
+            match u32::from_ne_bytes(l.local.ip) {
+                ip if ip == u32::from_ne_bytes(tuple.local_ip) => return Some(slot),
+                0 if wildcard.is_none() => wildcard = Some(slot),
                 _ => {}
             }
         }

@@ -220,13 +220,22 @@ impl NegotiationBuffer {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Listener {
-    pub local: Endpoint,
+    pub local: ListenAddr,
     pub backlog: u32,
     /// CONNECT_REQUESTs raised and not yet accepted or rejected (rule 10).
     pub pending: u32,
     /// SYNs received whose MPA request is not complete.
     pub half_open: u32,
     pub generation: u16,
+}
+
+/// Where a listener listens (address 0.0.0.0: every address of the NIC). Word-aligned,
+/// so a SYN's search compares a word and a halfword, not eight bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(4))]
+pub(crate) struct ListenAddr {
+    pub ip: [u8; 4],
+    pub port: u16,
 }
 
 /// The connection state machine of one NIC: `N` connections (a power of two, for the
