@@ -223,7 +223,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 c.state = State::AwaitRequest;
                 c.phase_deadline = deadline;
                 // The usual third segment, the ACK alone at rcv_nxt: everything the
-                // stream path would do with it, without entering it (measured: −60
+                // stream path would do with it, without entering it (measured: −55
                 // instructions a setup). With anything else the stream path takes the
                 // ACK (snd_una, the peer's window) and what rides with it.
                 let bare = seg.control == TcpControl::None
