@@ -218,19 +218,18 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.send(nic, i, TcpControl::Syn, snd_una, Payload::NONE);
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
-                let deadline = self.after(self.timeouts.mpa_request);
-                let c = &mut self.conns[i];
-                c.state = State::AwaitRequest;
-                c.phase_deadline = deadline;
-                // The usual third segment, the ACK alone at rcv_nxt: everything the
-                // stream path would do with it, without entering it (measured: −55
-                // instructions a setup). With anything else the stream path takes the
-                // ACK (snd_una, the peer's window) and what rides with it.
+                self.conns[i].state = State::AwaitRequest;
+                self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
+                // The usual third segment, the ACK alone at rcv_nxt: all the stream path
+                // would do with it is take the ACK and the window, done here without
+                // entering it (measured: −46 instructions a setup). With anything else
+                // the stream path takes the ACK and what rides with it.
                 let bare = seg.control == TcpControl::None
                     && seg.payload.is_empty()
-                    && seg.seq == c.rcv_nxt;
+                    && seg.seq == self.conns[i].rcv_nxt;
                 if bare {
-                    (c.snd_una, c.retries, c.peer_window) = (ack, 0, seg.window);
+                    self.take_ack(i, ack);
+                    self.conns[i].peer_window = seg.window;
                 }
                 self.arm(i, false, true);
                 if !bare {
