@@ -1,4 +1,5 @@
-//! Bounds-checked big- and little-endian field access, so parsers index nothing by hand,
+//! Bounds-checked big- and little-endian field access, so parsers index nothing by hand
+//! (over a slice, fallible; over a fixed-size array at constant offsets, [`FixedFields`]),
 //! and the compare of received bytes against a constant.
 
 use crate::{Error, Result};
@@ -30,6 +31,23 @@ pub(crate) fn le16(buf: &[u8], at: usize) -> Result<u16> {
 }
 pub(crate) fn le32(buf: &[u8], at: usize) -> Result<u32> {
     get(buf, at).map(u32::from_le_bytes)
+}
+
+/// Fields of a fixed-size block (a descriptor) at the constant offsets of its layout:
+/// the slice readers above without their `Result`, as nothing can be out of bounds.
+pub(crate) struct FixedFields<'a, const N: usize>(pub &'a [u8; N]);
+
+impl<const N: usize> FixedFields<'_, N> {
+    /// `M` bytes from `at` (inside the block: every caller's offsets are constants).
+    pub fn array<const M: usize>(&self, at: usize) -> [u8; M] {
+        core::array::from_fn(|k| self.0[at + k])
+    }
+    pub fn le16(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.array(at))
+    }
+    pub fn le32(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.array(at))
+    }
 }
 
 /// `got == want` for a constant `want` of whole words, with every byte compared against

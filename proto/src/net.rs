@@ -13,6 +13,7 @@ use smoltcp::wire::{
     IPV4_HEADER_LEN,
 };
 
+use crate::bytes::FixedFields;
 use crate::{Error, Result};
 
 /// Shortest Ethernet frame without FCS; shorter frames are padded with zeros.
@@ -530,7 +531,7 @@ impl RxDescriptor {
     }
 
     pub fn from_bytes(bytes: &[u8; RX_DESCRIPTOR_LEN]) -> RxDescriptor {
-        let d = DescriptorBytes(bytes);
+        let d = FixedFields(bytes);
         RxDescriptor {
             dst_ip: d.array(0),
             src_ip: d.array(4),
@@ -556,23 +557,6 @@ impl RxDescriptor {
         b[22] = self.flags;
         b[24..26].copy_from_slice(&self.payload_len.to_le_bytes());
         b
-    }
-}
-
-/// A descriptor's bytes, read at the constant offsets of its layout: the fields of
-/// [`RxDescriptor::from_bytes`] and [`TxDescriptor::from_bytes`].
-struct DescriptorBytes<'a, const N: usize>(&'a [u8; N]);
-
-impl<const N: usize> DescriptorBytes<'_, N> {
-    /// `M` bytes from `at` (inside the descriptor: every caller's offsets are constants).
-    fn array<const M: usize>(&self, at: usize) -> [u8; M] {
-        core::array::from_fn(|k| self.0[at + k])
-    }
-    fn le16(&self, at: usize) -> u16 {
-        u16::from_le_bytes(self.array(at))
-    }
-    fn le32(&self, at: usize) -> u32 {
-        u32::from_le_bytes(self.array(at))
     }
 }
 
@@ -727,7 +711,7 @@ impl TxDescriptor {
     }
 
     pub fn from_bytes(bytes: &[u8; TX_DESCRIPTOR_LEN]) -> TxDescriptor {
-        let d = DescriptorBytes(bytes);
+        let d = FixedFields(bytes);
         TxDescriptor {
             dst_mac: d.array(0),
             src_mac: d.array(6),
