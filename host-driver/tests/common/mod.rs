@@ -164,22 +164,17 @@ impl FakeNic {
 
     /// The handles of the commands of `kind` received so far, in order.
     pub fn handles_of(&self, kind: CommandKind) -> Vec<u32> {
-        let received = &self.lock().received;
-        received
-            .iter()
-            .filter(|c| c.kind == kind)
-            .map(|c| c.handle)
-            .collect()
+        self.received_where(|c| (c.kind == kind).then_some(c.handle))
     }
 
     /// The kinds of the commands on `handle` received so far, in order.
     pub fn kinds_on(&self, handle: u32) -> Vec<CommandKind> {
-        let received = &self.lock().received;
-        received
-            .iter()
-            .filter(|c| c.handle == handle)
-            .map(|c| c.kind)
-            .collect()
+        self.received_where(|c| (c.handle == handle).then_some(c.kind))
+    }
+
+    /// What `pick` takes of each command received so far, in order.
+    fn received_where<T>(&self, pick: impl FnMut(&Received) -> Option<T>) -> Vec<T> {
+        self.lock().received.iter().filter_map(pick).collect()
     }
 
     /// A peer's MPA request on `listener`: raises CONNECT_REQUEST; the new connection's handle.
