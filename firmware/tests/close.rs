@@ -167,10 +167,7 @@ mod established {
     fn an_rst_in_the_window_but_not_at_rcv_nxt_is_challenged_at_the_datapaths_numbers() {
         let mut bench = Bench::default();
         let (peer, conn) = established(&mut bench, 3);
-        let ahead = Peer {
-            snd_nxt: peer.snd_nxt.wrapping_add(10),
-            ..peer.clone()
-        };
+        let ahead = peer.at(peer.snd_nxt.wrapping_add(10));
         bench.deliver(ahead.rst());
         assert!(bench.out().is_empty());
         // At the datapath's numbers, which moved past the firmware's on the 3 bytes.
@@ -207,10 +204,7 @@ mod established {
             ..config()
         });
         let (peer, conn) = established(&mut bench, 3);
-        let ahead = Peer {
-            snd_nxt: peer.snd_nxt.wrapping_add(5_000),
-            ..peer.clone()
-        };
+        let ahead = peer.at(peer.snd_nxt.wrapping_add(5_000));
         bench.deliver(ahead.rst());
         let challenge = bench.sent();
         assert_eq!(kinds(&challenge), ["ACK"]);

@@ -755,15 +755,9 @@ mod await_request {
         let mut bench = Bench::default();
         let mut peer = handshake(&mut bench);
         // Ahead of rcv_nxt, and entirely old: the first check answers both.
-        let ahead = Peer {
-            snd_nxt: peer.snd_nxt + 10,
-            ..peer.clone()
-        };
+        let ahead = peer.at(peer.snd_nxt + 10);
         bench.deliver(ahead.without_ack(TcpControl::Psh, b"ahead"));
-        let behind = Peer {
-            snd_nxt: peer.snd_nxt - 4,
-            ..peer.clone()
-        };
+        let behind = peer.at(peer.snd_nxt - 4);
         bench.deliver(behind.without_ack(TcpControl::Psh, b"old"));
         let acks = bench.sent();
         assert_eq!(kinds(&acks), ["ACK", "ACK"]);

@@ -510,6 +510,15 @@ impl Peer {
         )
     }
 
+    /// This peer with its next sequence number at `seq`: what it builds from
+    /// `snd_nxt` (an RST, a segment without ACK) starts there.
+    pub fn at(&self, seq: u32) -> Peer {
+        Peer {
+            snd_nxt: seq,
+            ..self.clone()
+        }
+    }
+
     /// A segment at `snd_nxt` without the ACK flag, not moving `snd_nxt`.
     pub fn without_ack(&self, control: TcpControl, payload: &[u8]) -> Vec<u8> {
         self.frame(control, self.snd_nxt, None, payload, false)
