@@ -14,6 +14,7 @@ to within the window calls) and the largest functions.
 
     scripts/riscv-firmware.sh            # builds the ELF (and runs the tests)
     scripts/profile-firmware.py [--mode 0|1|2] [--top N] [--lines NAME | --inlined NAME | --by-kind] [--by-input] [--input K]
+    scripts/profile-firmware.py [--mode 0|1|2] --trace SETUP --input K
 
 Mode 0 is the first benchmark run (one connection at a time, checksums in the datapath),
 1 the second (checksums in firmware too), 2 the third (8 side by side). `--lines
@@ -24,11 +25,14 @@ charges them to the call they were inlined from and to the innermost function of
 project's crates; `--by-kind` sums every instruction that way into kinds of work
 (`KINDS`). `--by-input` splits the figure by the setup's polls (SYN; ACK and MPA
 request; accept; RTR), each with its largest functions; `--input K` counts only poll K
-in every view.
+in every view. `--trace SETUP --input K` prints poll K of one setup instruction by
+instruction as it ran, disassembled (`llvm-objdump`): where the entries, exits and
+spills of the totals are.
 """
 import argparse
 import bisect
 import collections
+import itertools
 import os
 import re
 import subprocess
@@ -62,17 +66,10 @@ def function_symbols(elf):
     return symbols
 
 
-def measured_windows(elf, symbols, lines_of=None):
-    """Per measured window, a Counter of instructions by function and, with `lines_of`, a
-    Counter of instructions by address inside the functions whose name contains it (all
-    of them but the memory builtins, with `True`)."""
-    starts = [address for address, _ in symbols]
-    window_call = next(address for address, name in symbols if name == 'measured_window')
-    names = {}
-    windows, current, inside = [], collections.Counter(), False
-    addresses, by_address = [], collections.Counter()
-    # The function that called into a memory builtin, while one runs.
-    previous, caller = None, None
+def window_pcs(elf, window_call):
+    """The addresses executed in each measured window of a run of `elf`, in order: a list
+    per window. Stopped early by the caller, it ends QEMU."""
+    completed = False
     with tempfile.TemporaryDirectory() as tmp:
         fifo = os.path.join(tmp, 'exec.log')
         os.mkfifo(fifo)
@@ -81,37 +78,88 @@ def measured_windows(elf, symbols, lines_of=None):
              '-icount', 'shift=0', '-singlestep', '-d', 'exec,nochain', '-D', fifo,
              '-kernel', elf],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        with open(fifo) as log:
-            for line in log:
-                match = TRACE_PC.search(line)
-                if not match:
-                    continue
-                pc = int(match.group(1), 16)
-                if pc == window_call:
-                    if inside:
-                        windows.append(current)
-                        addresses.append(by_address)
-                        current, by_address = collections.Counter(), collections.Counter()
-                    inside = not inside
-                    continue
-                if inside:
-                    name = names.get(pc)
-                    if name is None:
-                        index = bisect.bisect_right(starts, pc) - 1
-                        name = names[pc] = symbols[index][1] if index >= 0 else '?'
-                    if MEMORY_BUILTIN.search(name):
-                        if caller is None:
-                            caller = previous
-                        current[f'{name.split("::")[-1]} from {caller}'] += 1
+        try:
+            with open(fifo) as log:
+                current = None
+                for line in log:
+                    match = TRACE_PC.search(line)
+                    if not match:
+                        continue
+                    pc = int(match.group(1), 16)
+                    if pc != window_call:
+                        if current is not None:
+                            current.append(pc)
+                    elif current is None:
+                        current = []
                     else:
-                        caller = None
-                        current[name] += 1
-                        if lines_of is True or (lines_of and lines_of in name):
-                            by_address[pc] += 1
-                    previous = name
-        if qemu.wait() != 0:
-            raise SystemExit(f'qemu exited with status {qemu.returncode}')
+                        yield current
+                        current = None
+            completed = True
+        finally:
+            if not completed:
+                qemu.kill()
+            status = qemu.wait()
+    if status != 0:
+        raise SystemExit(f'qemu exited with status {status}')
+
+
+def function_of(symbols, starts, pc):
+    """The name of the function symbol holding `pc`."""
+    index = bisect.bisect_right(starts, pc) - 1
+    return symbols[index][1] if index >= 0 else '?'
+
+
+def measured_windows(elf, symbols, lines_of=None):
+    """Per measured window, a Counter of instructions by function and, with `lines_of`, a
+    Counter of instructions by address inside the functions whose name contains it (all
+    of them but the memory builtins, with `True`)."""
+    starts = [address for address, _ in symbols]
+    window_call = next(address for address, name in symbols if name == 'measured_window')
+    names = {}
+    windows, addresses = [], []
+    for pcs in window_pcs(elf, window_call):
+        current, by_address = collections.Counter(), collections.Counter()
+        # The function that called into a memory builtin, while one runs.
+        previous, caller = None, None
+        for pc in pcs:
+            name = names.get(pc)
+            if name is None:
+                name = names[pc] = function_of(symbols, starts, pc)
+            if MEMORY_BUILTIN.search(name):
+                if caller is None:
+                    caller = previous
+                current[f'{name.split("::")[-1]} from {caller}'] += 1
+            else:
+                caller = None
+                current[name] += 1
+                if lines_of is True or (lines_of and lines_of in name):
+                    by_address[pc] += 1
+            previous = name
+        windows.append(current)
+        addresses.append(by_address)
     return windows, addresses
+
+
+def print_trace(elf, symbols, window):
+    """Every instruction of measured window `window` as it ran, disassembled, under the
+    name of each function it enters."""
+    starts = [address for address, _ in symbols]
+    window_call = next(address for address, name in symbols if name == 'measured_window')
+    pcs = next(itertools.islice(window_pcs(elf, window_call), window, None), None)
+    if pcs is None:
+        raise SystemExit(f'the run has no measured window {window}')
+    dump = subprocess.run(['llvm-objdump', '-d', '--no-show-raw-insn', elf],
+                          capture_output=True, text=True, check=True).stdout
+    disassembly = {int(m.group(1), 16): m.group(2).strip()
+                   for m in re.finditer(r'^\s*([0-9a-f]+):\s+(.*)$', dump, re.MULTILINE)}
+    shown = None
+    for pc in pcs:
+        name = function_of(symbols, starts, pc)
+        if name != shown:
+            print(f'-- {name}')
+            shown = name
+        print(f'{pc:08x}  {disassembly.get(pc, "?")}')
+    print(f'{len(pcs)} instructions')
 
 
 def source_lines(elf, by_address):
@@ -212,7 +260,19 @@ def main():
     ap.add_argument('--input', type=int, choices=range(1, len(INPUTS) + 1),
                     help='only the instructions of this poll of a setup (1 SYN, 2 ACK and '
                          'MPA request, 3 accept, 4 RTR)')
+    ap.add_argument('--trace', type=int, metavar='SETUP',
+                    help='with --input K: every instruction of poll K of setup SETUP (of '
+                         'round SETUP in mode 2) in the order it ran, disassembled')
     args = ap.parse_args()
+    if args.trace is not None:
+        if not args.input:
+            ap.error('--trace needs --input')
+        polls = len(INPUTS)
+        first = sum(count for count, _ in MODES[:args.mode])
+        if not 0 <= args.trace < MODES[args.mode][0] // polls:
+            ap.error(f'mode {args.mode} has setups 0 to {MODES[args.mode][0] // polls - 1}')
+        return print_trace(args.elf, function_symbols(args.elf),
+                           first + args.trace * polls + args.input - 1)
     if sum(map(bool, (args.lines, args.inlined, args.by_kind))) > 1:
         ap.error('--lines, --inlined and --by-kind each read the addresses of their own '
                  'functions: give one')
