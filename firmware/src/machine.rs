@@ -359,11 +359,13 @@ pub(crate) enum PrivateData<'p> {
 fn transmit<H: Nic>(counters: &mut Counters, nic: &mut H, segment: &SegmentOut, payload: &[u8]) {
     // Payloads are at most one MPA frame and an RTR, so every segment fits.
     let slot = nic.transmit_slot();
-    let Some(room) = slot.payload.get_mut(..payload.len()) else {
+    if payload.len() > slot.payload.len() {
         return;
-    };
-    room.copy_from_slice(payload);
+    }
+    // The descriptor first: the segment's fields die before the copy's call rather than
+    // wait out the call in saved registers.
     slot.descriptor = TxDescriptor::of_segment(segment, payload.len() as u16);
+    slot.payload[..payload.len()].copy_from_slice(payload);
     nic.transmit_segment();
     counters.frames_sent += 1;
     if segment.control == TcpControl::Rst {
