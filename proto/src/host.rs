@@ -622,7 +622,10 @@ impl<'a> Event<'a> {
         self.remote.emit_into(remote);
         f[64..66].copy_from_slice(&(self.private_data.len() as u16).to_le_bytes());
         f[66..68].copy_from_slice(&[0, 0]);
-        private_data.copy_from_slice(self.private_data);
+        // Most events carry none: no call to copy nothing.
+        if !self.private_data.is_empty() {
+            private_data.copy_from_slice(self.private_data);
+        }
         Ok(len)
     }
 }
