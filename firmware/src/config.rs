@@ -55,6 +55,12 @@ pub struct Config {
     pub isn_secret: u32,
     /// First local port tried for active opens without one.
     pub ephemeral_port_base: u16,
+    /// Header prediction: the usual segments of a setup (the handshake's bare ACK, the
+    /// MPA frames and the RTR in order) take short paths past the general checks. It
+    /// changes how many instructions a segment costs, never what it does: off, every
+    /// segment takes the general path, and a property test holds the two to the same
+    /// frames, records, flows and counters.
+    pub header_prediction: bool,
 }
 
 impl Default for Config {
@@ -82,6 +88,7 @@ impl Default for Config {
             half_open_limit: 128,
             isn_secret: 0x6977_6E69,
             ephemeral_port_base: 49152,
+            header_prediction: true,
         }
     }
 }
