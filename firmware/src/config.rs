@@ -59,7 +59,7 @@ pub struct Config {
     /// MPA frames and the RTR in order) take short paths past the general checks. It
     /// changes how many instructions a segment costs, never what it does: off, every
     /// segment takes the general path, and a property test holds the two to the same
-    /// frames, records, flows and counters.
+    /// frames, records, flows, counters, buffers and states.
     pub header_prediction: bool,
 }
 

@@ -409,8 +409,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// Header prediction changes the work, never the result: the same input with it on
-    /// and off gives the same frames, records, datapath flows and counters, after every
-    /// step.
+    /// and off gives the same frames, records, datapath flows, counters, negotiation
+    /// buffers and connection states, after every step.
     #[test]
     fn header_prediction_changes_nothing_but_the_work(
         ops in proptest::collection::vec(setup_op(), 1..120)
