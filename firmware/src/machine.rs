@@ -111,8 +111,10 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// The datapath's sequence numbers are this connection's current ones: it is in FPDU
-    /// mode. While the RTR is expected every segment comes to the firmware and the
-    /// context keeps the numbers written at accept; the firmware's are current then.
+    /// mode. While the RTR is expected every segment but an RTR the datapath takes comes
+    /// to the firmware and the context keeps the numbers written at accept; the
+    /// firmware's are current then. (Once the datapath took the RTR, its report reaches
+    /// the firmware before any frame received after it: see `take_frames`.)
     pub(crate) fn datapath_numbers_current(&self) -> bool {
         self.in_datapath && self.state != State::AwaitRtr
     }
@@ -464,9 +466,11 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         if hal.next_command().0.is_some() {
             m.take_commands(hal);
         }
-        m.take_flow_events(hal.nic());
+        // The frames' drain takes the datapath's reports too (see `take_frames`).
         if hal.next_frame().0.is_some() {
             m.take_frames(hal);
+        } else {
+            m.take_flow_events(hal.nic());
         }
         if m.timers.may_expire(m.now_ms) {
             m.run_timers(hal.nic());
@@ -507,9 +511,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
+    /// Before each frame, the datapath's reports: it raises one (an RTR taken) before it
+    /// queues the frames after it, so a frame never finds its connection a step behind.
     #[inline(never)]
     fn take_frames<H: Hal>(&mut self, hal: &mut H) {
         while hal.nic().host_space() >= RECORDS_PER_INPUT {
+            if let Some(report) = hal.nic().receive_flow_event() {
+                self.on_flow_event(hal.nic(), report);
+                continue;
+            }
             let (Some((descriptor, frame)), nic) = hal.next_frame() else {
                 break;
             };
@@ -1017,11 +1027,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if !self.conns[i].in_datapath {
             return;
         }
-        let current = self.conns[i].datapath_numbers_current();
         self.conns[i].in_datapath = false;
         let ctx = nic.read_flow(i as u16);
         nic.remove_flow(i as u16);
-        if let Some(ctx) = ctx.filter(|_| current) {
+        // Current once the datapath carries the flow in FPDU mode: that includes an RTR it
+        // took whose report the firmware has not seen yet (a host command or a timer may
+        // end the connection first).
+        if let Some(ctx) = ctx.filter(|ctx| !ctx.rtr_expected) {
             let c = &mut self.conns[i];
             c.snd_una = ctx.snd_una;
             c.snd_nxt = ctx.snd_nxt;

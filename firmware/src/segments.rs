@@ -626,13 +626,43 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         // the flow came here, so our sequence numbers are the current ones. The datapath
         // acknowledges the RTR from them.
         self.install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge);
+        self.rtr_arrived(nic, i);
+        self.keep_only_unacked(i);
+    }
+
+    /// The datapath took the peer's RTR itself (the usual case: the RTR arrives whole,
+    /// as iwnic sends it), acknowledged it and carries the flow in FPDU mode. The RTR's
+    /// ACK covered our reply, so nothing of ours is left to send.
+    fn rtr_taken<H: Nic>(&mut self, nic: &mut H, i: usize, rtr: RtrTypes) {
+        if self.conns[i].state != State::AwaitRtr {
+            return;
+        }
+        if rtr != self.conns[i].neg.rtr {
+            self.counters.rtr_mismatch += 1;
+            return self.terminate(nic, i, llp_code::NO_MATCHING_RTR, -ECONNRESET);
+        }
+        // The datapath took the RTR at the receive point the flow was written with, which
+        // is ours less what we collected of an RTR in pieces (a peer may resend it whole).
+        let collected = self.buffer(i).map_or(0, |b| u32::from(b.rx_len));
+        let len = MessageRepr::rtr_fpdu(rtr).map_or(0, <[u8]>::len) as u32;
+        let c = &mut self.conns[i];
+        c.rcv_nxt = c.rcv_nxt.wrapping_sub(collected).wrapping_add(len);
+        c.snd_una = c.snd_nxt;
+        c.retries = 0;
+        self.rtr_arrived(nic, i);
+        self.release_buffer(i);
+        self.timers.disarm(i);
+    }
+
+    /// The responder's negotiation is over: the accept completes, then ESTABLISHED.
+    #[inline(always)]
+    fn rtr_arrived<H: Nic>(&mut self, nic: &mut H, i: usize) {
         self.conns[i].state = State::Established;
         if let Owed::AcceptCompletion(tag) = self.conns[i].owed {
             let handle = self.handle(i);
             self.complete(nic, tag, 0, handle);
         }
         self.established(nic, i, EventKind::Established, PrivateData::None);
-        self.keep_only_unacked(i);
     }
 
     /// In FPDU mode the buffer is kept only while our own bytes are unacknowledged.
@@ -848,6 +878,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return;
         }
         match report.kind {
+            FlowEventKind::RtrTaken(rtr) => return self.rtr_taken(nic, i, rtr),
             FlowEventKind::CrcError => self.counters.crc_errors += 1,
             FlowEventKind::LengthError => self.counters.length_errors += 1,
         }

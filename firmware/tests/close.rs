@@ -23,7 +23,7 @@ fn established(bench: &mut Bench, carried: u32) -> (Peer, u32) {
         private_data: b"",
     });
     peer.saw_all(&bench.sent());
-    bench.deliver(peer.data(&rtr(RtrTypes::READ)));
+    bench.arrive(peer.data(&rtr(RtrTypes::READ)));
     peer.saw_all(&bench.sent());
     assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
     // The datapath moves both directions on without the firmware.

@@ -1,7 +1,8 @@
 //! Two NICs' firmware joined by a wire: MPA v1 and v2 connections set up, refused and
 //! closed end to end, also over a wire that loses frames. The datapath is reduced to its
 //! steering rule: a frame of a flow in FPDU mode reaches the firmware only if it carries
-//! FIN or RST or the flow still expects the RTR; no FPDU data moves here.
+//! FIN or RST or the flow still expects the RTR (an RTR that comes whole, as iwnic sends
+//! it, the datapath takes itself); no FPDU data moves here.
 
 mod common;
 
@@ -86,7 +87,7 @@ impl Pair {
                         continue;
                     }
                     match steer(to, &frame) {
-                        Steer::Firmware => to.hal.receive(frame),
+                        Steer::Firmware => to.hal.arrive(frame),
                         // The datapath's own ACK leaves with the firmware's frames.
                         Steer::Datapath(Some(ack)) => to.hal.tx.push(ack),
                         Steer::Datapath(None) => {}

@@ -102,64 +102,78 @@ mod await_accept {
         assert_eq!(ack[0].ack, Some(peer.snd_nxt));
     }
 
+    /// The RTR ends the accept whichever judges it: the datapath, which takes an RTR
+    /// that comes whole as iwnic sends it, or the firmware, which gets every other
+    /// (here, the same bytes steered to it).
     #[test]
     fn v2_peer_to_peer_accept_waits_for_the_rtr() {
-        let mut bench = Bench::default();
-        let (mut peer, request) =
-            passive_until_request(&mut bench, &request_v2(OFFER, 16, 12, b"hi"));
-        assert_eq!(
-            (request.ird, request.ord, request.private_data.as_slice()),
-            (16, 12, &b"hi"[..])
-        );
-        assert_eq!(request.remote.port, 40000);
-        let tag = accept(&mut bench, request.conn, b"ok");
-        let reply = bench.sent();
-        assert_eq!(kinds(&reply), ["DATA"]);
-        let frame = parse_mpa(&reply[0].payload);
-        assert_eq!(frame.kind, FrameKind::Accept);
-        let block = frame.v2.unwrap();
-        assert!(block.peer_to_peer);
-        assert_eq!(block.rtr, RtrTypes::READ, "a zero-length Read is preferred");
-        // Our ORD is relaxed to the initiator's IRD; our IRD is what the host asked.
-        assert_eq!(
-            (block.ird, block.ord, frame.private_data),
-            (8, 8, &b"ok"[..])
-        );
-        peer.saw_all(&reply);
-        // The flow is handed over at the byte after the reply, steered to us until the RTR.
-        let flow = bench.hal.flow_writes.last().copied().unwrap();
-        assert!(flow.rtr_expected && flow.crc);
-        assert_eq!(
-            (flow.snd_nxt, flow.rcv_nxt),
-            (reply[0].seq + reply[0].len(), peer.snd_nxt)
-        );
-        assert_eq!(flow.tuple.remote_port, 40000);
-        assert!(bench.out().is_empty(), "accept completes only with the RTR");
-        assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
+        for (taken_by_datapath, deliver_rtr) in [
+            (true, Bench::arrive as fn(&mut Bench, Vec<u8>)),
+            (false, Bench::deliver),
+        ] {
+            let mut bench = Bench::default();
+            let (mut peer, request) =
+                passive_until_request(&mut bench, &request_v2(OFFER, 16, 12, b"hi"));
+            assert_eq!(
+                (request.ird, request.ord, request.private_data.as_slice()),
+                (16, 12, &b"hi"[..])
+            );
+            assert_eq!(request.remote.port, 40000);
+            let tag = accept(&mut bench, request.conn, b"ok");
+            let reply = bench.sent();
+            assert_eq!(kinds(&reply), ["DATA"]);
+            let frame = parse_mpa(&reply[0].payload);
+            assert_eq!(frame.kind, FrameKind::Accept);
+            let block = frame.v2.unwrap();
+            assert!(block.peer_to_peer);
+            assert_eq!(block.rtr, RtrTypes::READ, "a zero-length Read is preferred");
+            // Our ORD is relaxed to the initiator's IRD; our IRD is what the host asked.
+            assert_eq!(
+                (block.ird, block.ord, frame.private_data),
+                (8, 8, &b"ok"[..])
+            );
+            peer.saw_all(&reply);
+            // The flow is handed over at the byte after the reply, RTR expected.
+            let flow = bench.hal.flow_writes.last().copied().unwrap();
+            assert!(flow.rtr_expected && flow.crc);
+            assert_eq!(
+                (flow.snd_nxt, flow.rcv_nxt),
+                (reply[0].seq + reply[0].len(), peer.snd_nxt)
+            );
+            assert_eq!(flow.tuple.remote_port, 40000);
+            assert!(bench.out().is_empty(), "accept completes only with the RTR");
+            assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
 
-        let sent_before = bench.fw.counters().frames_sent;
-        bench.deliver(peer.data(&rtr(RtrTypes::READ)));
-        let ack = bench.sent();
-        assert_eq!(kinds(&ack), ["ACK"]);
-        assert_eq!(ack[0].ack, Some(peer.snd_nxt));
-        assert_eq!(
-            bench.fw.counters().frames_sent,
-            sent_before,
-            "the datapath sends the RTR's ACK as it takes the flow"
-        );
-        let flow = bench.hal.flows[&flow.index];
-        assert!(!flow.rtr_expected);
-        assert_eq!(flow.rcv_nxt, peer.snd_nxt, "FPDU mode starts after the RTR");
-        let out = bench.out();
-        assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
-        assert_eq!(done(&out[0]).tag, tag);
-        assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 8));
-        assert_eq!(bench.fw.state(request.conn), Some(State::Established));
-        assert_eq!(
-            bench.fw.buffers_in_use(),
-            0,
-            "reply acknowledged by the RTR"
-        );
+            let sent_before = bench.fw.counters().frames_sent;
+            let writes_before = bench.hal.flow_writes.len();
+            deliver_rtr(&mut bench, peer.data(&rtr(RtrTypes::READ)));
+            let ack = bench.sent();
+            assert_eq!(kinds(&ack), ["ACK"]);
+            assert_eq!(ack[0].ack, Some(peer.snd_nxt));
+            assert_eq!(
+                bench.fw.counters().frames_sent,
+                sent_before,
+                "the datapath sends the RTR's ACK"
+            );
+            let flow = bench.hal.flows[&flow.index];
+            assert!(!flow.rtr_expected);
+            assert_eq!(flow.rcv_nxt, peer.snd_nxt, "FPDU mode starts after the RTR");
+            assert_eq!(
+                bench.hal.flow_writes.len() - writes_before,
+                usize::from(!taken_by_datapath),
+                "the firmware rewrites the flow only when it judged the RTR"
+            );
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
+            assert_eq!(done(&out[0]).tag, tag);
+            assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 8));
+            assert_eq!(bench.fw.state(request.conn), Some(State::Established));
+            assert_eq!(
+                bench.fw.buffers_in_use(),
+                0,
+                "reply acknowledged by the RTR"
+            );
+        }
     }
 
     #[test]
@@ -188,7 +202,7 @@ mod await_accept {
                 "offer {offer:?}"
             );
             peer.saw_all(&reply);
-            bench.deliver(peer.data(&rtr(chosen)));
+            bench.arrive(peer.data(&rtr(chosen)));
             assert_eq!(
                 briefs(&bench.out()),
                 ["DONE(0)", "Established(0)"],
@@ -371,6 +385,115 @@ mod await_rtr {
         let segs = bench.sent();
         assert_eq!(terminate_code(&segs[0].payload), 0x07);
         assert_eq!(bench.fw.counters().rtr_mismatch, 1);
+    }
+
+    /// The datapath takes an RTR of any type; the firmware holds it to the agreed one.
+    /// The TERMINATE follows the datapath's ACK of the RTR, at its numbers.
+    #[test]
+    fn a_taken_rtr_of_another_type_is_terminated_0x07() {
+        let mut bench = Bench::default();
+        let (mut peer, _, tag) = until_reply(&mut bench);
+        bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["ACK", "DATA", "RST"]);
+        assert_eq!(terminate_code(&segs[1].payload), 0x07);
+        assert_eq!(
+            (segs[1].seq, segs[1].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert_eq!(bench.fw.counters().rtr_mismatch, 1);
+        let out = bench.out();
+        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)]);
+        assert_eq!(done(&out[0]).tag, tag);
+        assert!(bench.hal.flows.is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
+    /// The RTR's ACK covered the reply: its timer is gone and its buffer free.
+    #[test]
+    fn a_taken_rtr_leaves_nothing_to_send_again() {
+        let mut bench = Bench::default();
+        let (mut peer, conn, _) = until_reply(&mut bench);
+        bench.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.sent();
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        bench.advance(60_000);
+        assert!(bench.sent().is_empty());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        assert_eq!(bench.fw.counters().retransmissions, 0);
+    }
+
+    /// The datapath reports the RTR before it queues the frames after it, and the
+    /// firmware takes its reports before each frame: a FIN right behind the RTR finds
+    /// the connection established and is taken at the numbers past the RTR.
+    #[test]
+    fn a_fin_behind_a_taken_rtr_finds_the_connection_established() {
+        let mut bench = Bench::default();
+        let (mut peer, conn, _) = until_reply(&mut bench);
+        bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.hal.arrive(peer.fin());
+        bench.poll();
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["ACK", "FIN"]);
+        assert_eq!(
+            (segs[1].seq, segs[1].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert_eq!(
+            briefs(&bench.out()),
+            ["DONE(0)", "Established(0)", "Disconnect(0)"]
+        );
+        assert_eq!(bench.fw.state(conn), Some(State::LastAck));
+    }
+
+    /// The host may end the connection before the firmware sees the datapath's report:
+    /// the RST goes at the datapath's numbers (past the RTR), the report is then stale.
+    #[test]
+    fn a_report_after_the_connection_ended_is_ignored() {
+        let mut bench = Bench::default();
+        let (mut peer, conn, tag) = until_reply(&mut bench);
+        bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.command(Command::Release { conn });
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["ACK", "RST"]);
+        assert_eq!(segs[1].seq, peer.rcv_nxt);
+        let out = bench.out();
+        assert_eq!(
+            briefs(&out),
+            [format!("DONE({})", -ECONNRESET), "DONE(0)".to_string()]
+        );
+        assert_eq!(done(&out[0]).tag, tag);
+        assert!(bench.hal.flow_events.is_empty(), "the report was taken");
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.hal.flows.is_empty());
+    }
+
+    /// A peer may send the whole RTR again after a piece of it reached the firmware:
+    /// the datapath takes it at the receive point the flow was written with, behind
+    /// what the firmware had collected.
+    #[test]
+    fn an_rtr_sent_whole_after_a_piece_is_taken_at_the_flows_numbers() {
+        let mut bench = Bench::default();
+        let (mut peer, conn, _) = until_reply(&mut bench);
+        let start = peer.snd_nxt;
+        let whole = rtr(RtrTypes::READ);
+        bench.deliver(peer.data(&whole[..7]));
+        let ack = bench.sent();
+        assert_eq!(ack[0].ack, Some(start + 7), "the firmware took the piece");
+        bench.arrive(peer.again(TcpControl::Psh, start, &whole));
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        peer.snd_nxt = start + whole.len() as u32;
+        peer.saw_all(&bench.sent());
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        let fin = bench.sent();
+        assert_eq!(kinds(&fin), ["FIN"]);
+        assert_eq!((fin[0].seq, fin[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
     }
 
     #[test]

@@ -47,7 +47,7 @@ enum Op {
     Disconnect(usize, bool),
     Release(usize),
     RawCommand(Vec<u8>),
-    Report(u16, bool),
+    Report(u16, u8),
     Advance(u16),
 }
 
@@ -88,7 +88,7 @@ fn op() -> impl Strategy<Value = Op> {
         (handle, any::<bool>()).prop_map(|(h, a)| Op::Disconnect(h, a)),
         handle.prop_map(Op::Release),
         proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::RawCommand),
-        (0u16..64, any::<bool>()).prop_map(|(i, crc)| Op::Report(i, crc)),
+        (0u16..64, any::<u8>()).prop_map(|(i, k)| Op::Report(i, k)),
         (0u16..15_000).prop_map(Op::Advance),
     ]
 }
@@ -231,6 +231,8 @@ impl Run {
                 };
                 b.deliver(self.peers[p].data(&bytes));
             }
+            // Taken by the datapath (as iwnic's RTR is) or judged by the firmware.
+            Op::Rtr(p, k) if k & 0x80 != 0 => b.arrive(self.peers[p].data(&rtr(rtr_kind(k)))),
             Op::Rtr(p, k) => b.deliver(self.peers[p].data(&rtr(rtr_kind(k)))),
             Op::Reply(p, k) => {
                 let v2 = (k % 2 == 0).then_some(V2Block {
@@ -331,11 +333,12 @@ impl Run {
                 b.hal.commands.push_back(bytes);
                 b.poll();
             }
-            Op::Report(index, crc) => {
-                let kind = if crc {
-                    FlowEventKind::CrcError
-                } else {
-                    FlowEventKind::LengthError
+            // Any report about any index, whether the datapath would raise it or not.
+            Op::Report(index, k) => {
+                let kind = match k % 3 {
+                    0 => FlowEventKind::CrcError,
+                    1 => FlowEventKind::LengthError,
+                    _ => FlowEventKind::RtrTaken(rtr_kind(k / 3)),
                 };
                 b.hal.flow_events.push_back(FlowEvent { index, kind });
                 b.poll();

@@ -37,6 +37,8 @@ pub struct DatapathCounters {
     pub fpdus_out: u64,
     pub crc_errors: u64,
     pub length_errors: u64,
+    /// RTRs the datapath took itself (`FlowContext::take_rtr`).
+    pub rtr_taken: u64,
     /// ULPDUs from the host for no flow in FPDU mode, or too long for one segment.
     pub host_ulpdus_refused: u64,
     /// Firmware TX packets too short for their descriptor, or with payload under a

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_hdl::verilator::{self, BuildOptions, VerilatedModel};
+use iwnic_proto::mpa::RtrTypes;
 use rust_hdl::prelude::{generate_verilog, simulate, Block};
 
 use crate::engine::{DatapathCounters, Engine};
@@ -86,13 +87,13 @@ ports! {
         rd_local_ip, rd_local_port, rd_remote_ip, rd_remote_port, rd_local_mac,
         rd_remote_mac, rd_snd_una, rd_snd_nxt, rd_rcv_nxt, rd_peer_window,
         rd_peer_window_shift, rd_local_window_shift, rd_mss, rd_crc, rd_rtr_expected,
-        event_valid, event_index, event_crc,
+        event_valid, event_index, event_crc, event_rtr,
         host_tx_ready, host_rx_data, host_rx_keep, host_rx_last, host_rx_valid,
         host_rx_index,
         cnt_frames_in, cnt_frames_out, cnt_bad_checksum, cnt_oversized, cnt_malformed,
         cnt_not_tcp, cnt_not_for_us, cnt_to_firmware, cnt_out_of_order, cnt_duplicates,
         cnt_acks_sent, cnt_fpdus_in, cnt_fpdus_out, cnt_crc_errors, cnt_length_errors,
-        cnt_host_refused, cnt_insert_full, cnt_fw_tx_dropped,
+        cnt_host_refused, cnt_insert_full, cnt_fw_tx_dropped, cnt_rtr_taken,
     }
 }
 
@@ -760,10 +761,12 @@ impl<P: PortSim> HdlEngine<P> {
         }
         if get(OutPort::event_valid) & 1 == 1 {
             moved = true;
-            let kind = if get(OutPort::event_crc) & 1 == 1 {
-                FlowEventKind::CrcError
-            } else {
-                FlowEventKind::LengthError
+            let kind = match (get(OutPort::event_rtr), get(OutPort::event_crc) & 1) {
+                (1, _) => FlowEventKind::RtrTaken(RtrTypes::SEND),
+                (2, _) => FlowEventKind::RtrTaken(RtrTypes::WRITE),
+                (3, _) => FlowEventKind::RtrTaken(RtrTypes::READ),
+                (_, 1) => FlowEventKind::CrcError,
+                _ => FlowEventKind::LengthError,
             };
             self.events.push_back(FlowEvent {
                 index: get(OutPort::event_index) as u16,
@@ -883,6 +886,7 @@ impl<P: PortSim> Engine for HdlEngine<P> {
             fpdus_out: c(OutPort::cnt_fpdus_out),
             crc_errors: c(OutPort::cnt_crc_errors),
             length_errors: c(OutPort::cnt_length_errors),
+            rtr_taken: c(OutPort::cnt_rtr_taken),
             host_ulpdus_refused: c(OutPort::cnt_host_refused),
             firmware_segments_dropped: c(OutPort::cnt_fw_tx_dropped),
         }

@@ -188,6 +188,13 @@ impl Engine for ModelDatapath {
         let Some(flow) = self.flows.get_mut(&index) else {
             return;
         };
+        if let Some(rtr) = flow.ctx.take_rtr(&seg, payload) {
+            self.counters.rtr_taken += 1;
+            self.ack(index);
+            let kind = FlowEventKind::RtrTaken(rtr);
+            self.events.push_back(FlowEvent { index, kind });
+            return;
+        }
         // RST, SYN and segments without ACK are the firmware's, whole (RFC 9293
         // §3.10.7.4, RFC 5961).
         if flow.ctx.rtr_expected

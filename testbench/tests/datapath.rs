@@ -26,8 +26,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite, FourTuple, MAX_FRAME_LEN};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, MAX_FRAME_LEN};
+use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr};
+use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::net::{self, Checksums, RxDescriptor, SegmentOut, TcpSegment, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
 use iwnic_testbench::engine::{firmware_tx_packet, DatapathCounters, Engine};
@@ -560,6 +562,30 @@ fn scripted() -> Script {
     // With the ACK of the peer's RTR, which the datapath sends.
     s.push(Op::Write(ctx_a, FlowWrite::InstallAndAcknowledge));
     s.push(Op::Read(a));
+
+    // Flow D: the peer's RTR as iwnic sends it, which the datapath takes: acknowledged
+    // and reported, nothing to the firmware or the host; the flow carries data at once.
+    let d = 6u16;
+    let mut ctx_d = context(d, peer, 40_004, 0x3000_0000, 0x4000_0000);
+    ctx_d.rtr_expected = true;
+    s.push(Op::Write(ctx_d, FlowWrite::Install));
+    let rtr = MessageRepr::rtr_fpdu(RtrTypes::READ).unwrap();
+    let frame = peer_frame(
+        &ctx_d,
+        TcpControl::Psh,
+        ctx_d.rcv_nxt,
+        Some(ctx_d.snd_nxt),
+        29_200,
+        rtr,
+    );
+    let taken = s.push(Op::Net(frame));
+    let kind = FlowEventKind::RtrTaken(RtrTypes::READ);
+    assert_eq!(taken.events, [FlowEvent { index: d, kind }]);
+    assert!(taken.firmware.is_empty() && taken.host.is_empty());
+    assert_eq!(taken.net.len(), 1, "the RTR's ACK");
+    assert!(!s.flow(d).rtr_expected);
+    s.push(Op::Read(d));
+    s.data(d, &[ulpdu(50, 11)], TcpControl::Psh);
 
     // Flow B: sequence numbers about to wrap; flow C: a small MSS.
     let ctx_b = context(b, [10, 0, 0, 3], 40_002, 0xFFFF_FF00, 0xFFFF_FFF0);
@@ -1188,7 +1214,36 @@ impl Generator {
                 self.flows[f].last_data = None;
                 Op::Write(new, write)
             }
-            8..=37 => {
+            32..=37 => {
+                // The peer's RTR as iwnic sends it (the datapath takes it when the flow
+                // expects one), or a near miss the firmware gets.
+                let rtr =
+                    [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ][self.rng.random_range(0..3)];
+                let mut payload = MessageRepr::rtr_fpdu(rtr).unwrap().to_vec();
+                let mut control = [TcpControl::Psh, TcpControl::None][self.rng.random_range(0..2)];
+                let (mut seq, mut ack) = (ctx.rcv_nxt, ctx.snd_nxt);
+                match self.rng.random_range(0..10) {
+                    0 => {
+                        let at = self.rng.random_range(0..payload.len());
+                        payload[at] ^= 1 << self.rng.random_range(0..8);
+                    }
+                    1 => payload.extend(fpdus(&self.ulpdus(mss - payload.len(), max))),
+                    2 => payload.truncate(self.rng.random_range(1..payload.len())),
+                    3 => ack = ack.wrapping_sub(self.rng.random_range(1..100)),
+                    4 => seq = seq.wrapping_add(self.rng.random_range(1..100)),
+                    5 => control = TcpControl::Fin,
+                    _ => {}
+                }
+                Op::Net(peer_frame(
+                    &ctx,
+                    control,
+                    seq,
+                    Some(ack),
+                    self.rng.random(),
+                    &payload,
+                ))
+            }
+            8..=31 => {
                 let ulpdus = self.ulpdus(mss, max);
                 let control = [TcpControl::Psh, TcpControl::None][self.rng.random_range(0..2)];
                 let frame = peer_frame(

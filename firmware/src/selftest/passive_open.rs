@@ -11,7 +11,10 @@ use iwnic_proto::WordAligned;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
-use crate::{Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic, TxSlot};
+use crate::{
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Hal,
+    Nic, TxSlot,
+};
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
 const FRAME: usize = 160;
@@ -205,9 +208,51 @@ pub struct MemoryOut {
     records: Ring<{ 2 * MAX_SIDE_BY_SIDE }, RecordBuffer>,
     /// The datapath's contexts by connection index, as its block RAM holds them.
     flows: [Option<FlowContext>; FLOWS],
-    /// ACKs the datapath was asked to send with a flow write (it builds them, not the
-    /// firmware: the peer here does not need them, so they are only counted).
+    /// ACKs the datapath was asked to send with a flow write, and those it sent for an
+    /// RTR it took (it builds them, not the firmware: the peer here does not need them,
+    /// so they are only counted).
     acks_on_write: usize,
+    acks_taking_rtr: usize,
+    /// The datapath's reports (an RTR taken for each setup side by side), in order:
+    /// `events[taken..queued]` are waiting.
+    events: [Option<FlowEvent>; MAX_SIDE_BY_SIDE],
+    events_queued: usize,
+    events_taken: usize,
+}
+
+impl MemoryNic {
+    /// A frame from the network as the datapath handles it (outside the measured polls,
+    /// as it is not the firmware's work): an RTR it takes is acknowledged and reported,
+    /// every other frame goes to the firmware RX queue behind its descriptor.
+    fn receive(&mut self, frame: &[u8]) -> Result<(), &'static str> {
+        let (descriptor, payload) =
+            RxDescriptor::parse(frame).map_err(|_| "the datapath drops the frame")?;
+        let tuple = FourTuple::of_received(&descriptor);
+        let flow = self
+            .out
+            .flows
+            .iter_mut()
+            .flatten()
+            .find(|f| f.tuple == tuple);
+        if let Some((index, rtr)) =
+            flow.and_then(|f| Some((f.index, f.take_rtr(&descriptor, payload)?)))
+        {
+            self.out.acks_taking_rtr += 1;
+            let out = &mut self.out;
+            let slot = out
+                .events
+                .get_mut(out.events_queued)
+                .ok_or("reports full")?;
+            *slot = Some(FlowEvent {
+                index,
+                kind: FlowEventKind::RtrTaken(rtr),
+            });
+            out.events_queued += 1;
+            return Ok(());
+        }
+        self.rx.next_slot().descriptor = descriptor;
+        expect(self.rx.push(frame), "the NIC's RX queue is full")
+    }
 }
 
 impl Hal for MemoryNic {
@@ -266,7 +311,15 @@ impl Nic for MemoryOut {
         }
     }
     fn receive_flow_event(&mut self) -> Option<FlowEvent> {
-        None
+        if self.events_taken == self.events_queued {
+            return None;
+        }
+        let event = self.events[self.events_taken];
+        self.events_taken += 1;
+        if self.events_taken == self.events_queued {
+            (self.events_taken, self.events_queued) = (0, 0);
+        }
+        event
     }
     fn publish_counters(&mut self, _: &Counters) {}
 }
@@ -310,17 +363,13 @@ impl Initiator {
                 payload,
             },
         };
-        // With its checksums, as on the wire: the datapath checks them and writes the
-        // descriptor (outside the measured polls, as it is not the firmware's work).
+        // With its checksums, as on the wire: the datapath checks them.
         let mut frame = [0u8; FRAME];
         let len = repr.emit(&mut frame).map_err(|_| "emit")?;
-        let descriptor =
-            RxDescriptor::of_frame(&frame[..len]).map_err(|_| "the datapath drops the frame")?;
         self.snd_nxt = self
             .snd_nxt
             .wrapping_add(payload.len() as u32 + u32::from(syn));
-        nic.rx.next_slot().descriptor = descriptor;
-        expect(nic.rx.push(&frame[..len]), "the NIC's RX queue is full")
+        nic.receive(&frame[..len])
     }
 
     /// Take the NIC's next frame to us; its TCP control.
@@ -392,8 +441,8 @@ pub fn listen<const N: usize, const B: usize>(
     )
 }
 
-/// One passive connection from SYN to ESTABLISHED, MPA v2 with a zero-length Read as RTR,
-/// from initiator port `port`; then released. `poll` runs the firmware (the benchmark
+/// One passive connection from SYN to ESTABLISHED, MPA v2 with a zero-length Read as RTR
+/// (which the datapath takes), from initiator port `port`; then released. `poll` runs the firmware (the benchmark
 /// measures just that). Checks every frame and record on the way.
 pub fn passive_setup<const N: usize, const B: usize>(
     fw: &mut Firmware<N, B>,
@@ -509,14 +558,16 @@ pub fn passive_setups<const N: usize, const B: usize>(
     let n = iwnic_proto::fpdu::FpduRepr { ulpdu: &ulpdu[..n] }
         .emit(&mut fpdu)
         .map_err(|_| "emit FPDU")?;
+    let (acks_on_write, acks_taking_rtr) = (nic.out.acks_on_write, nic.out.acks_taking_rtr);
     for peer in peers.iter_mut() {
         peer.send(nic, TcpControl::Psh, &fpdu[..n])?;
     }
-    let acks = nic.out.acks_on_write;
     poll(fw, nic);
     expect(
-        nic.out.acks_on_write == acks + count && nic.out.tx.head().is_none(),
-        "the datapath acknowledges the RTR as it takes the flow",
+        nic.out.acks_taking_rtr == acks_taking_rtr + count
+            && nic.out.acks_on_write == acks_on_write
+            && nic.out.tx.head().is_none(),
+        "the datapath takes and acknowledges the RTR; the firmware writes and sends nothing",
     )?;
     for &conn in conns.iter() {
         expect(record(nic)? == (0, 0, conn), "accept completes")?;

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic, TxSlot,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Hal,
+    Nic, TxSlot,
 };
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
@@ -65,6 +66,26 @@ impl ScriptedHal {
             Ok(descriptor) => self.rx.push_back((descriptor, frame)),
             Err(_) => self.parser_drops += 1,
         }
+    }
+
+    /// A frame from the network as the datapath treats a flow that expects its RTR: an
+    /// RTR it takes ([`FlowContext::take_rtr`]) is acknowledged and reported; any other
+    /// frame is steered to the firmware as [`ScriptedHal::receive`] has it.
+    pub fn arrive(&mut self, frame: Vec<u8>) {
+        if let Ok((descriptor, payload)) = RxDescriptor::parse(&frame) {
+            let tuple = FourTuple::of_received(&descriptor);
+            let flow = self.nic.flows.values_mut().find(|f| f.tuple == tuple);
+            if let Some(flow) = flow {
+                if let Some(rtr) = flow.take_rtr(&descriptor, payload) {
+                    let (index, ack) = (flow.index, datapath_ack(flow));
+                    self.nic.tx.push(ack);
+                    let kind = FlowEventKind::RtrTaken(rtr);
+                    self.nic.flow_events.push_back(FlowEvent { index, kind });
+                    return;
+                }
+            }
+        }
+        self.receive(frame)
     }
 }
 
@@ -366,6 +387,13 @@ impl Bench {
     /// Deliver a frame through the datapath's parser and poll.
     pub fn deliver(&mut self, frame: Vec<u8>) {
         self.hal.receive(frame);
+        self.poll();
+    }
+
+    /// Deliver a frame through the datapath, which takes an RTR as iwnic sends it
+    /// ([`ScriptedHal::arrive`]), and poll.
+    pub fn arrive(&mut self, frame: Vec<u8>) {
+        self.hal.arrive(frame);
         self.poll();
     }
 
