@@ -16,6 +16,8 @@
 //! - [`mpa_tx`]: the MPA transmit framer (ULPDU stream → FPDU stream, 8 bytes/cycle);
 //! - [`tcp_tx`]: the segment builder (descriptor + payload → Ethernet/IPv4/TCP frame);
 //! - [`tx_checksum`]: transmit checksum insertion, store and forward;
+//! - [`rtr_match`]: a payload against the RTR FPDUs iwnic sends (`nic_top` takes a
+//!   flow's RTR on the datapath);
 //! - [`nic_top`]: the whole datapath joined, with the flow contexts and the controller;
 //! - parts: [`block_ram`] (block RAM read through its output register, without
 //!   read-during-write logic, with or without a registered write port), [`skid_buffer`]
@@ -36,6 +38,7 @@ pub mod mpa_rx;
 pub mod mpa_tx;
 pub mod nic_top;
 pub mod packet_fifo;
+pub mod rtr_match;
 pub mod skid_buffer;
 pub mod synth;
 pub mod tcp_rx;

@@ -265,6 +265,7 @@ use crate::flow_table::{FlowTable, TupleHash};
 use crate::mpa_rx::MpaRxDelineator;
 use crate::mpa_tx::MpaTxFramer;
 use crate::packet_fifo::PacketFifo;
+use crate::rtr_match::{RtrBeatMatch, RtrLength};
 use crate::skid_buffer::SkidBuffer;
 use crate::tcp_rx::TcpRxParser;
 use crate::tcp_tx::SegmentBuilder;
@@ -474,6 +475,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     pub event_ready: Signal<In, Bit>,
     pub event_index: Signal<Out, Bits<16>>,
     pub event_crc: Signal<Out, Bit>,
+    pub event_rtr: Signal<Out, Bits<2>>,
 
     pub host_tx_data: Signal<In, Bits<64>>,
     pub host_tx_keep: Signal<In, Bits<8>>,
@@ -507,6 +509,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     pub cnt_host_refused: Signal<Out, Bits<32>>,
     pub cnt_insert_full: Signal<Out, Bits<32>>,
     pub cnt_fw_tx_dropped: Signal<Out, Bits<32>>,
+    pub cnt_rtr_taken: Signal<Out, Bits<32>>,
     pub tick: Signal<Out, Bits<64>>,
 
     // Blocks.
@@ -610,12 +613,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// destination address `[63:32]`, `[95:64]`, ports `[111:96]`, `[127:112]`,
     /// sequence and acknowledgment numbers `[159:128]`, `[191:160]`, flags `[196:192]`,
     /// window `[212:197]`, payload length `[228:213]`, for this NIC `[229]`, bank
-    /// `[231:230]`. A frame is held only while its bank is busy, so four places always
-    /// have room: the parser never waits (its stages advance every cycle).
-    held0: DFF<Bits<232>>,
-    held1: DFF<Bits<232>>,
-    held2: DFF<Bits<232>>,
-    held3: DFF<Bits<232>>,
+    /// `[231:230]`, and the payload is an RTR FPDU `[234:232]` (`rtr_final`: Send,
+    /// Write, Read; written a cycle after the rest, see `rtr_verdict`). A frame is held
+    /// only while its bank is busy, so four places always have room: the parser never
+    /// waits (its stages advance every cycle).
+    held0: DFF<Bits<235>>,
+    held1: DFF<Bits<235>>,
+    held2: DFF<Bits<235>>,
+    held3: DFF<Bits<235>>,
     held_set0: DFF<Bits<SET_BITS>>,
     held_set1: DFF<Bits<SET_BITS>>,
     held_set2: DFF<Bits<SET_BITS>>,
@@ -625,14 +630,39 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     held_tail: DFF<Bits<2>>,
     held_count: DFF<Bits<3>>,
     /// The frame the parser's verdict holds, packed, and the oldest held frame.
-    verdict_held: Signal<Local, Bits<232>>,
+    verdict_held: Signal<Local, Bits<235>>,
     /// The parser's destination address is ours, compared a cycle before the verdict
     /// reads it: the parser's header fields hold from the frame's beat 4 until the
     /// next frame's beat 3 is taken, at least a cycle after the verdict, so they change
     /// two cycles after it at the earliest (`tcp_rx`: the verdict comes three cycles
     /// after the last beat, and stalls hold both).
     verdict_for_us: DFF<Bit>,
-    head_held: Signal<Local, Bits<232>>,
+    head_held: Signal<Local, Bits<235>>,
+    /// The payload against the RTR FPDUs iwnic sends (`rtr_match`), compared as it is
+    /// written into the payload buffer, a stage behind it so the compare has a cycle of
+    /// its own: the beat's match bits (`rtr_beat`, registered), whether it was a
+    /// payload's beat 0 and whether there was a beat; the match of the payload's beats
+    /// before it; the payload length against the FPDUs' lengths (`rtr_length`,
+    /// registered from the parser's field, which holds for two cycles after the
+    /// verdict).
+    rtr_beat: RtrBeatMatch,
+    rtr_length: RtrLength,
+    rtr_beat_equal: DFF<Bits<3>>,
+    rtr_beat_first: DFF<Bit>,
+    rtr_beat_valid: DFF<Bit>,
+    rtr_match: DFF<Bits<3>>,
+    rtr_len_equal: DFF<Bits<3>>,
+    /// The match of the payload up to the registered beat, and with the length: at
+    /// most one bit set (the three lengths differ), valid the cycle after the verdict.
+    rtr_so_far: Signal<Local, Bits<3>>,
+    rtr_final: Signal<Local, Bits<3>>,
+    /// The verdict held a frame in the cycle before, in held place `rtr_slot`: its
+    /// match bits (`rtr_final`) go into that place now. (With the last beat's compare
+    /// in the verdict's cycle, the compare, the AND with the beats before and the
+    /// held words' enables would be in series behind the parser's output register.)
+    /// A frame taken by the controller in this same cycle takes them from `rtr_final`.
+    rtr_verdict: DFF<Bit>,
+    rtr_slot: DFF<Bits<2>>,
     /// The controller takes the held frame this cycle.
     frame_taken: Signal<Local, Bit>,
     /// The frame the controller works on: its bank, buffer ends and header fields.
@@ -650,6 +680,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     w_seg_flags: DFF<Bits<5>>,
     w_window: DFF<Bits<16>>,
     w_payload_len: DFF<Bits<16>>,
+    /// The payload is an RTR FPDU, whole: Send, Write, Read (`[234:232]` of the held word).
+    w_rtr: DFF<Bits<3>>,
 
     // The controller.
     control: DFF<Control>,
@@ -664,6 +696,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     d_payload_last_keep: DFF<Bits<8>>,
     d_index: DFF<Bits<16>>,
     d_failed: DFF<Bit>,
+    /// The segment was a flow's RTR, taken by the datapath: its kind as `event_rtr`
+    /// gives it (1 Send, 2 Write, 3 Read; 0 for every other segment), for its event.
+    d_rtr: DFF<Bits<2>>,
     /// The segment's RX descriptor (`iwnic_proto::net::RxDescriptor`) as its four beats
     /// go to the firmware queue, without beat 2's and beat 3's high bits (always zero),
     /// packed at the hand-over from the controller's header fields, which move on with
@@ -722,6 +757,12 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// In RxDecide: the segment stays on the datapath (a flow in FPDU mode, no RTR
     /// expected, ACK and neither RST nor SYN).
     rx_datapath: DFF<Bit>,
+    /// The segment may be the flow's RTR (registered beside `rx_datapath`: a valid
+    /// flow expecting its RTR, ACK without RST, SYN and FIN, its payload one of the RTR
+    /// FPDUs), and is taken (registered beside `ack_moves`: that, in order, and its
+    /// ACK at `snd_nxt`), valid in RxDecide.
+    rtr_candidate: DFF<Bit>,
+    rtr_take: DFF<Bit>,
     /// The context's valid and failed bits and its flow's ULPDU limit (from the MSS).
     flow_valid: DFF<Bit>,
     flow_failed: DFF<Bit>,
@@ -796,6 +837,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     event_q: DFF<Bit>,
     event_index_q: DFF<Bits<16>>,
     event_crc_q: DFF<Bit>,
+    event_rtr_q: DFF<Bits<2>>,
 
     // Decisions on a received segment (from the registered context and the parser's
     // fields), registered every cycle.
@@ -864,6 +906,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     crc_errors: EventCounter,
     length_errors: EventCounter,
     host_refused: EventCounter,
+    rtrs_taken: EventCounter,
     ticks: DFF<Bits<64>>,
 }
 
@@ -914,6 +957,18 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             w_seg_flags,
             w_window,
             w_payload_len,
+            w_rtr,
+            rtr_beat_equal,
+            rtr_beat_first,
+            rtr_beat_valid,
+            rtr_match,
+            rtr_len_equal,
+            rtr_verdict,
+            rtr_slot,
+            rtr_candidate,
+            rtr_take,
+            d_rtr,
+            event_rtr_q,
             control,
             deliver,
             d_bank,
@@ -1078,6 +1133,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.fw_tx_dropped.clock.next = self.clock.val();
         self.fw_tx_dropped.reset.next = self.reset.val();
         self.fw_tx_dropped.increment.next = false;
+        self.rtrs_taken.clock.next = self.clock.val();
+        self.rtrs_taken.reset.next = self.reset.val();
+        self.rtrs_taken.increment.next = false;
 
         // ---- Receive: frames into the buffers, kept only on the parser's good bit ----
         // A frame's raw beats go to the next bank once it is free; the parser's
@@ -1149,20 +1207,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.lookup_hash.local_port.next = self.parser.seg_dst_port.val();
         self.lookup_hash.remote_ip.next = self.parser.seg_src_ip.val();
         self.lookup_hash.remote_port.next = self.parser.seg_src_port.val();
-        self.verdict_held.next = bit_cast::<232, 16>(self.verdict_end.val().get_bits::<16>(0))
-            | (bit_cast::<232, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
-            | (bit_cast::<232, 8>(self.parser.payload_keep.val()) << 24)
-            | (bit_cast::<232, 32>(self.parser.seg_src_ip.val()) << 32)
-            | (bit_cast::<232, 32>(self.parser.seg_dst_ip.val()) << 64)
-            | (bit_cast::<232, 16>(self.parser.seg_src_port.val()) << 96)
-            | (bit_cast::<232, 16>(self.parser.seg_dst_port.val()) << 112)
-            | (bit_cast::<232, 32>(self.parser.seg_seq.val()) << 128)
-            | (bit_cast::<232, 32>(self.parser.seg_ack.val()) << 160)
-            | (bit_cast::<232, 5>(self.parser.seg_flags.val()) << 192)
-            | (bit_cast::<232, 16>(self.parser.seg_window.val()) << 197)
-            | (bit_cast::<232, 16>(self.parser.seg_payload_len.val()) << 213)
-            | (bit_cast::<232, 1>(self.verdict_for_us.q.val().into()) << 229)
-            | (bit_cast::<232, BANK_BITS>(self.payload_bank.q.val()) << 230);
+        self.verdict_held.next = bit_cast::<235, 16>(self.verdict_end.val().get_bits::<16>(0))
+            | (bit_cast::<235, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
+            | (bit_cast::<235, 8>(self.parser.payload_keep.val()) << 24)
+            | (bit_cast::<235, 32>(self.parser.seg_src_ip.val()) << 32)
+            | (bit_cast::<235, 32>(self.parser.seg_dst_ip.val()) << 64)
+            | (bit_cast::<235, 16>(self.parser.seg_src_port.val()) << 96)
+            | (bit_cast::<235, 16>(self.parser.seg_dst_port.val()) << 112)
+            | (bit_cast::<235, 32>(self.parser.seg_seq.val()) << 128)
+            | (bit_cast::<235, 32>(self.parser.seg_ack.val()) << 160)
+            | (bit_cast::<235, 5>(self.parser.seg_flags.val()) << 192)
+            | (bit_cast::<235, 16>(self.parser.seg_window.val()) << 197)
+            | (bit_cast::<235, 16>(self.parser.seg_payload_len.val()) << 213)
+            | (bit_cast::<235, 1>(self.verdict_for_us.q.val().into()) << 229)
+            | (bit_cast::<235, BANK_BITS>(self.payload_bank.q.val()) << 230);
         if self.parser.payload_valid.val() {
             if self.payload_wr.q.val() != 255 {
                 self.payload_wr.d.next = self.payload_wr.q.val() + 1;
@@ -1172,6 +1230,25 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.verdict_drop.next = !self.parser.payload_good.val();
             }
         }
+        // The payload against the RTR FPDUs, a stage behind the buffer's write: the
+        // beat's compare registered, ANDed with the beats before it the cycle after.
+        self.rtr_beat.beat.next = self.payload_wr.q.val();
+        self.rtr_beat.data.next = self.parser.payload_data.val();
+        self.rtr_beat_equal.d.next = self.rtr_beat.equal.val();
+        self.rtr_beat_first.d.next = self.payload_wr.q.val() == 0;
+        self.rtr_beat_valid.d.next = self.parser.payload_valid.val();
+        self.rtr_length.len.next = self.parser.seg_payload_len.val();
+        self.rtr_len_equal.d.next = self.rtr_length.equal.val();
+        self.rtr_so_far.next = self.rtr_match.q.val() & self.rtr_beat_equal.q.val();
+        if self.rtr_beat_first.q.val() {
+            self.rtr_so_far.next = self.rtr_beat_equal.q.val();
+        }
+        if self.rtr_beat_valid.q.val() {
+            self.rtr_match.d.next = self.rtr_so_far.val();
+        }
+        self.rtr_final.next = self.rtr_so_far.val() & self.rtr_len_equal.q.val();
+        self.rtr_verdict.d.next = self.verdict_good.val();
+        self.rtr_slot.d.next = self.held_tail.q.val();
         if self.verdict_good.val() {
             match self.held_tail.q.val().index() {
                 0 => {
@@ -1192,6 +1269,28 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 }
             }
             self.held_tail.d.next = self.held_tail.q.val() + 1;
+        }
+        // The match bits of the frame held in the cycle before (never the place the
+        // verdict fills now, which is the next one).
+        if self.rtr_verdict.q.val() {
+            match self.rtr_slot.q.val().index() {
+                0 => {
+                    self.held0.d.next = bit_cast::<235, 232>(self.held0.q.val().get_bits::<232>(0))
+                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                }
+                1 => {
+                    self.held1.d.next = bit_cast::<235, 232>(self.held1.q.val().get_bits::<232>(0))
+                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                }
+                2 => {
+                    self.held2.d.next = bit_cast::<235, 232>(self.held2.q.val().get_bits::<232>(0))
+                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                }
+                _ => {
+                    self.held3.d.next = bit_cast::<235, 232>(self.held3.q.val().get_bits::<232>(0))
+                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                }
+            }
         }
         match self.held_head.q.val().index() {
             0 => {
@@ -1321,6 +1420,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & self.w_seg_flags.q.val().get_bit(4)
             & !self.w_seg_flags.q.val().get_bit(2)
             & !self.w_seg_flags.q.val().get_bit(1);
+        // The flow's RTR, taken here rather than by the firmware: the flow expects it,
+        // the segment has ACK and none of RST, SYN and FIN, its payload is one of the
+        // RTR FPDUs iwnic sends, whole (`w_rtr`), it is in order and acknowledges
+        // `snd_nxt`. A segment of such a flow that fails any of these goes to the
+        // firmware as before.
+        self.rtr_candidate.d.next = self.ctx_misc.read_data.val().get_bit(51)
+            & self.ctx_misc.read_data.val().get_bit(49)
+            & self.w_seg_flags.q.val().get_bit(4)
+            & !self.w_seg_flags.q.val().get_bit(2)
+            & !self.w_seg_flags.q.val().get_bit(1)
+            & !self.w_seg_flags.q.val().get_bit(0)
+            & self.w_rtr.q.val().any();
+        self.rtr_take.d.next = self.rtr_candidate.q.val()
+            & (self.ack_past_nxt.q.val() == 0)
+            & (self.w_payload_len.q.val() != 0)
+            & (self.seq_offset.q.val() == 0);
         // The last delivery failed this segment's flow after its context was read (the
         // controller reads the next segment's context while a delivery runs): registered
         // every cycle, valid in RxDecide, which follows a cycle of idle delivery.
@@ -1331,7 +1446,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             & !(self.has_payload.q.val() & !self.in_order.q.val() & !self.duplicate.q.val());
         self.rx_new_misc.next = self.new_misc.q.val()
             | (bit_cast::<MISC_BITS, 1>(self.fail_forward.q.val().into()) << 50);
-        self.new_misc.d.next = self.ctx_misc.read_data.val();
+        // RTR expected cleared: a segment's update is written only for a flow without
+        // it, or with the RTR taken, after which the flow is in FPDU mode.
+        self.new_misc.d.next = self.ctx_misc.read_data.val() & 0xD_FFFF_FFFF_FFFF_u64;
         // A rewrite of the same flow (its RTR arrived) keeps its failed bit. The tuple
         // is compared in eighths, registered: two LUT levels each behind the RAM's
         // route (one 96-bit compare did not fit a cycle, nor did quarters in the full
@@ -1349,7 +1466,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.rewrite_keeps_failed.next =
             self.flow_valid.q.val() & self.flow_failed.q.val() & (self.tuple_same.q.val() == 0xFF);
         if self.w_seg_flags.q.val().get_bit(4) {
-            self.new_misc.d.next = ((self.ctx_misc.read_data.val() >> 32) << 32)
+            self.new_misc.d.next = (((self.ctx_misc.read_data.val() >> 32) << 32)
+                & 0xD_FFFF_FFFF_FFFF_u64)
                 | (self.ctx_misc.read_data.val() & 0xFFFF)
                 | (bit_cast::<MISC_BITS, 16>(self.w_window.q.val()) << 16);
         }
@@ -1786,6 +1904,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_seg_flags.d.next = self.head_held.val().get_bits::<5>(192);
                     self.w_window.d.next = self.head_held.val().get_bits::<16>(197);
                     self.w_payload_len.d.next = self.head_held.val().get_bits::<16>(213);
+                    self.w_rtr.d.next = self.head_held.val().get_bits::<3>(232);
+                    if self.rtr_verdict.q.val() & (self.rtr_slot.q.val() == self.held_head.q.val())
+                    {
+                        self.w_rtr.d.next = self.rtr_final.val();
+                    }
                     self.lookup_request.d.next = self.head_held.val().get_bit(229);
                     self.work_bank.d.next = self.head_held.val().get_bits::<BANK_BITS>(230);
                     self.control.d.next = Control::RxLookup;
@@ -1900,7 +2023,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.control.d.next = Control::Idle;
                 // The bank is freed here unless the delivery replays the frame.
                 self.front_release.next = true;
-                if !self.rx_datapath.q.val() {
+                if self.rtr_take.q.val() {
+                    // The flow's RTR: its context written as for delivered payload
+                    // (`rcv_nxt` past it, RTR expected cleared), acknowledged, nothing
+                    // replayed (the bank is freed here), and reported.
+                    self.ack_pending.d.next = true;
+                    self.rx_firmware_after.d.next = false;
+                    self.deliver.d.next = Deliver::Event;
+                    self.rtrs_taken.increment.next = true;
+                } else if !self.rx_datapath.q.val() {
                     self.deliver.d.next = Deliver::FirmwareStart;
                     self.front_release.next = false;
                 } else {
@@ -1982,6 +2113,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.d_payload_last_keep.d.next = self.w_payload_last_keep.q.val();
             self.d_index.d.next = self.ctx_addr.q.val();
             self.d_failed.d.next = false;
+            // Send 1 (bit 0), Write 2 (bit 1), Read 3 (bit 2): at most one bit is set.
+            self.d_rtr.d.next = 0.into();
+            if self.at_rx_decide.q.val() & self.rtr_take.q.val() {
+                self.d_rtr.d.next = bit_cast::<2, 1>(
+                    (self.w_rtr.q.val().get_bit(0) | self.w_rtr.q.val().get_bit(2)).into(),
+                ) | (bit_cast::<2, 1>(
+                    (self.w_rtr.q.val().get_bit(1) | self.w_rtr.q.val().get_bit(2)).into(),
+                ) << 1);
+            }
             // The RX descriptor's beats: the addresses' bytes swapped (they are
             // big-endian numbers and go first octet first), the other numbers as they
             // are (little-endian in the beat's lanes).
@@ -2040,7 +2180,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 if !self.event_q.q.val() {
                     self.event_q.d.next = true;
                     self.event_index_q.d.next = self.d_index.q.val();
-                    self.event_crc_q.d.next = self.mpa_rx.crc_error.val();
+                    // An MPA error (`d_rtr` 0: CRC or length), or a flow's RTR taken
+                    // (`mpa_rx` holds the errors of the last replay: not this event's).
+                    self.event_crc_q.d.next =
+                        self.mpa_rx.crc_error.val() & (self.d_rtr.q.val() == 0);
+                    self.event_rtr_q.d.next = self.d_rtr.q.val();
                     self.deliver.d.next = Deliver::Idle;
                     if self.rx_firmware_after.q.val() {
                         self.deliver.d.next = Deliver::FirmwareStart;
@@ -2070,7 +2214,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         // `ctx_misc`'s data is selected apart from the enables, below.
         self.misc_zero_write.next =
             self.at_clear.q.val() | (self.at_cmd_act.q.val() & self.cmd_removes_flow.q.val());
-        self.misc_rx_write.next = self.at_rx_decide.q.val() & self.rx_datapath.q.val();
+        self.misc_rx_write.next =
+            self.at_rx_decide.q.val() & (self.rx_datapath.q.val() | self.rtr_take.q.val());
         self.misc_keep_failed_write.next =
             self.at_cmd_act.q.val() & self.cmd_writes.q.val() & self.rewrite_keeps_failed.val();
         // The delivery's failure, into the context of the flow delivered (while the
@@ -2200,6 +2345,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.held_tail.d.next = 0.into();
             self.held_count.d.next = 0.into();
             self.event_q.d.next = false;
+            self.rtr_verdict.d.next = false;
             self.done_q.d.next = false;
             self.tx_source.d.next = TxSource::None;
             self.fw_tx_state.d.next = FwTx::Descriptor;
@@ -2255,6 +2401,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.event_valid.next = self.event_q.q.val();
         self.event_index.next = self.event_index_q.q.val();
         self.event_crc.next = self.event_crc_q.q.val();
+        self.event_rtr.next = self.event_rtr_q.q.val();
         self.cnt_frames_in.next = self.frames_in.count.val();
         self.cnt_frames_out.next = self.frames_out.count.val();
         self.cnt_bad_checksum.next = self.parser.dropped_bad_checksum.val();
@@ -2273,6 +2420,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.cnt_host_refused.next = self.host_refused.count.val();
         self.cnt_insert_full.next = self.flows.insert_full_count.val();
         self.cnt_fw_tx_dropped.next = self.fw_tx_dropped.count.val();
+        self.cnt_rtr_taken.next = self.rtrs_taken.count.val();
         self.tick.next = self.ticks.q.val();
     }
 }

@@ -15,6 +15,7 @@ mod mpa_rx;
 mod mpa_tx;
 mod nic_top;
 mod packet_fifo;
+mod rtr_match;
 mod skid_buffer;
 mod tcp_rx;
 mod tcp_tx;

@@ -4,14 +4,18 @@
 //! the context read back and removed; frames to the firmware behind their RX descriptors
 //! (FIN after payload, after a failed FPDU, RST); the firmware's segments from their TX
 //! descriptors (SYN options, payloads, padding; back to back, beside the datapath's
-//! frames, malformed packets dropped). The testbench's conformance suite
+//! frames, malformed packets dropped); a flow's RTR taken by the datapath (each of the
+//! three RTR FPDUs: ACK, event, context rewritten) and its near misses sent to the
+//! firmware unchanged. The testbench's conformance suite
 //! holds the top to the behavioural model on random sequences; this is the block's own
 //! check.
 
 use std::collections::VecDeque;
 
 use iwnic_hdl::nic_top::SimNicTop;
+use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::fpdu::FpduRepr;
+use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::net::{
     Checksums, RxDescriptor, SegmentOut, TxDescriptor, TX_DESCRIPTOR_LEN, TX_SYN_OPTIONS,
 };
@@ -43,11 +47,12 @@ dut! {
         rd_local_ip, rd_local_port, rd_remote_ip, rd_remote_port, rd_local_mac,
         rd_remote_mac, rd_snd_una, rd_snd_nxt, rd_rcv_nxt, rd_peer_window, rd_mss,
         rd_rtr_expected,
-        event_valid, event_index, event_crc,
+        event_valid, event_index, event_crc, event_rtr,
         host_tx_ready, host_rx_data, host_rx_keep, host_rx_last, host_rx_valid,
         host_rx_index,
         cnt_frames_in, cnt_frames_out, cnt_to_firmware, cnt_acks_sent, cnt_fpdus_in,
         cnt_fpdus_out, cnt_crc_errors, cnt_host_refused, cnt_not_for_us, cnt_fw_tx_dropped,
+        cnt_rtr_taken,
         tick,
     }
 }
@@ -68,6 +73,7 @@ fn mac(bytes: [u8; 6]) -> u64 {
 /// A context as the register window takes it.
 #[derive(Clone, Copy)]
 struct Context {
+    snd_una: u32,
     snd_nxt: u32,
     rcv_nxt: u32,
     rtr_expected: bool,
@@ -92,9 +98,12 @@ struct Seen {
     /// Firmware queue packets: an RX descriptor and a frame each (`to_firmware`).
     to_firmware: Vec<Vec<u8>>,
     to_host: Vec<(u16, Vec<u8>)>,
-    events: Vec<(u16, bool)>,
+    /// Events: index, `event_crc`, `event_rtr`.
+    events: Vec<(u16, bool, u64)>,
     /// Command results: status, and (snd_nxt, rcv_nxt) of a read.
     commands: Vec<(bool, u32, u32)>,
+    /// Command results: `rd_snd_una` and `rd_rtr_expected` of a read.
+    reads: Vec<(u32, bool)>,
     counters: Outputs,
 }
 
@@ -235,7 +244,7 @@ impl Bench<Inputs, Outputs> for Scenario {
             inputs.ctx_remote_port = u64::from(REMOTE_PORT);
             inputs.ctx_local_mac = mac(LOCAL_MAC);
             inputs.ctx_remote_mac = mac(REMOTE_MAC);
-            inputs.ctx_snd_una = u64::from(ctx.snd_nxt);
+            inputs.ctx_snd_una = u64::from(ctx.snd_una);
             inputs.ctx_snd_nxt = u64::from(ctx.snd_nxt);
             inputs.ctx_rcv_nxt = u64::from(ctx.rcv_nxt);
             inputs.ctx_peer_window = 65_535;
@@ -270,6 +279,9 @@ impl Bench<Inputs, Outputs> for Scenario {
                 out.rd_snd_nxt as u32,
                 out.rd_rcv_nxt as u32,
             ));
+            self.seen
+                .reads
+                .push((out.rd_snd_una as u32, out.rd_rtr_expected == 1));
             self.command = None;
             self.command_taken = false;
         }
@@ -313,7 +325,7 @@ impl Bench<Inputs, Outputs> for Scenario {
         if out.event_valid == 1 && inputs.event_ready == 1 {
             self.seen
                 .events
-                .push((out.event_index as u16, out.event_crc == 1));
+                .push((out.event_index as u16, out.event_crc == 1, out.event_rtr));
         }
         assert_eq!(
             out.tick, self.since_reset,
@@ -399,6 +411,7 @@ fn a_flow_end_to_end() {
     const ISS: u32 = 1_000;
     const IRS: u32 = 7_000;
     let ctx = Context {
+        snd_una: ISS,
         snd_nxt: ISS,
         rcv_nxt: IRS,
         rtr_expected: false,
@@ -441,7 +454,7 @@ fn a_flow_end_to_end() {
         ]
     );
     assert_eq!(seen.to_firmware, vec![to_firmware(&unknown_syn)]);
-    assert_eq!(seen.events, vec![(INDEX, true)]);
+    assert_eq!(seen.events, vec![(INDEX, true, 0)]);
     assert_eq!(
         seen.commands,
         vec![
@@ -480,6 +493,7 @@ fn a_write_with_ack_installs_the_flow_and_acknowledges() {
     const ISS: u32 = 5_000;
     const IRS: u32 = 9_000;
     let ctx = Context {
+        snd_una: ISS,
         snd_nxt: ISS,
         rcv_nxt: IRS,
         rtr_expected: false,
@@ -584,6 +598,7 @@ fn back_to_back(stall_probability: f64) {
     const ISS: u32 = 50;
     const IRS: u32 = u32::MAX - 300; // the receive sequence wraps on the way
     let ctx = Context {
+        snd_una: ISS,
         snd_nxt: ISS,
         rcv_nxt: IRS,
         rtr_expected: false,
@@ -650,6 +665,7 @@ fn frames_to_the_firmware(stall_probability: f64) {
     const ISS: u32 = 3_000;
     const IRS: u32 = 0xFFFF_FF00;
     let ctx = Context {
+        snd_una: ISS,
         snd_nxt: ISS,
         rcv_nxt: IRS,
         rtr_expected: false,
@@ -687,7 +703,7 @@ fn frames_to_the_firmware(stall_probability: f64) {
         ]
     );
     assert_eq!(seen.to_host, vec![(INDEX, ulpdu)]);
-    assert_eq!(seen.events, vec![(INDEX, true)]);
+    assert_eq!(seen.events, vec![(INDEX, true, 0)]);
     assert_eq!(
         seen.to_network,
         vec![
@@ -839,6 +855,7 @@ fn firmware_and_datapath(stall_probability: f64, fw_idle_probability: f64) {
     const ISS: u32 = 10_000;
     const IRS: u32 = 20_000;
     let ctx = Context {
+        snd_una: ISS,
         snd_nxt: ISS,
         rcv_nxt: IRS,
         rtr_expected: false,
@@ -954,4 +971,238 @@ fn malformed_firmware_packets(stall_probability: f64, fw_idle_probability: f64) 
     );
     assert_eq!(seen.counters.cnt_fw_tx_dropped, 5);
     assert_eq!(seen.counters.cnt_frames_out, 6);
+}
+
+/// The responder's RTR FPDUs iwnic sends (`iwnic-proto`'s constants), each with the kind
+/// `event_rtr` reports when the datapath takes it.
+fn rtr_fpdus() -> [(&'static [u8], u64); 3] {
+    [
+        (RtrTypes::SEND, 1),
+        (RtrTypes::WRITE, 2),
+        (RtrTypes::READ, 3),
+    ]
+    .map(|(rtr, kind)| (MessageRepr::rtr_fpdu(rtr).unwrap(), kind))
+}
+
+/// What `ctx_done` shows: the command's status, and the `rd_*` outputs, which keep the
+/// last read's context until the next read.
+#[derive(Default)]
+struct Commands {
+    last_read: (u32, u32, u32, bool),
+    commands: Vec<(bool, u32, u32)>,
+    reads: Vec<(u32, bool)>,
+}
+
+impl Commands {
+    fn write(&mut self) {
+        let (snd_una, snd_nxt, rcv_nxt, rtr_expected) = self.last_read;
+        self.commands.push((true, snd_nxt, rcv_nxt));
+        self.reads.push((snd_una, rtr_expected));
+    }
+
+    fn read(&mut self, snd_una: u32, snd_nxt: u32, rcv_nxt: u32, rtr_expected: bool) {
+        self.last_read = (snd_una, snd_nxt, rcv_nxt, rtr_expected);
+        self.write();
+    }
+}
+
+/// A flow expecting its RTR takes each of the three RTR FPDUs on the datapath: the
+/// segment is acknowledged (`rcv_nxt` past it, at `snd_nxt`), its flow's event says
+/// which RTR it was, nothing goes to the firmware or the host, the context has RTR
+/// expected cleared, `rcv_nxt` advanced and `snd_una` at the ACK, and FPDUs after it are
+/// delivered (the last one back to back behind the RTR, so its context is read right
+/// after the RTR's write).
+#[test]
+fn the_datapath_takes_each_rtr() {
+    the_datapath_takes_rtrs(0.0);
+}
+
+#[test]
+fn the_datapath_takes_each_rtr_with_stalled_outputs() {
+    the_datapath_takes_rtrs(0.6);
+}
+
+fn the_datapath_takes_rtrs(stall_probability: f64) {
+    let mut ops = vec![];
+    let mut network = vec![];
+    let mut host = vec![];
+    let mut events = vec![];
+    let mut commands = Commands::default();
+    for (i, (rtr, kind)) in rtr_fpdus().into_iter().enumerate() {
+        let iss = 10_000 * (i as u32 + 1);
+        // The first flow's receive sequence wraps inside the RTR.
+        let irs = 0xFFFF_FFF0 - 0x1000 * i as u32;
+        let ctx = Context {
+            snd_una: iss - 300,
+            snd_nxt: iss,
+            rcv_nxt: irs,
+            rtr_expected: true,
+        };
+        // The Write's RTR without PSH.
+        let control = if i == 1 {
+            TcpControl::None
+        } else {
+            TcpControl::Psh
+        };
+        let rcv_rtr = irs.wrapping_add(rtr.len() as u32);
+        let ulpdu: Vec<u8> = (0..30 + 17 * i as u8).map(|b| b ^ kind as u8).collect();
+        let data = fpdus(&[&ulpdu]);
+        let rcv_data = rcv_rtr.wrapping_add(data.len() as u32);
+        ops.push(Op::Command(0, ctx));
+        commands.write();
+        ops.push(Op::Frame(segment(true, control, irs, iss, rtr)));
+        if i < 2 {
+            ops.push(Op::Idle(100));
+            ops.push(Op::Command(1, ctx));
+            commands.read(iss, iss, rcv_rtr, false);
+            ops.push(Op::Frame(segment(
+                true,
+                TcpControl::Psh,
+                rcv_rtr,
+                iss,
+                &data,
+            )));
+            ops.push(Op::Idle(300));
+        } else {
+            ops.push(Op::Frame(segment(
+                true,
+                TcpControl::Psh,
+                rcv_rtr,
+                iss,
+                &data,
+            )));
+            ops.push(Op::Idle(300));
+            ops.push(Op::Command(1, ctx));
+            commands.read(iss, iss, rcv_data, false);
+        }
+        network.push(segment(false, TcpControl::None, iss, rcv_rtr, &[]));
+        network.push(segment(false, TcpControl::None, iss, rcv_data, &[]));
+        host.push((INDEX, ulpdu));
+        events.push((INDEX, false, kind));
+    }
+    ops.push(Op::Idle(20));
+    let seen = run_stalled(ops, stall_probability);
+    assert_eq!(seen.to_network, network);
+    assert_eq!(seen.to_host, host);
+    assert!(seen.to_firmware.is_empty());
+    assert_eq!(seen.events, events);
+    assert_eq!(seen.commands, commands.commands);
+    assert_eq!(seen.reads, commands.reads);
+    let c = seen.counters;
+    assert_eq!(
+        (
+            c.cnt_rtr_taken,
+            c.cnt_to_firmware,
+            c.cnt_acks_sent,
+            c.cnt_fpdus_in,
+            c.cnt_crc_errors
+        ),
+        (3, 0, 6, 3, 0)
+    );
+}
+
+/// Segments of a flow expecting its RTR that are not exactly one of the RTR FPDUs in
+/// order at `snd_nxt` go to the firmware unchanged, behind their RX descriptors, and
+/// leave the context as it was: a flipped bit in the first or the last byte, an RTR with
+/// bytes after it (the Write's padded to the Send's length, the Send followed by an
+/// FPDU), an RTR split in two segments, an ACK below or past `snd_nxt`, FIN, RST, a
+/// segment out of order or a duplicate. Then the RTR itself is taken (so the context
+/// was left as it was), and an RTR FPDU on the flow, which no longer expects one, is an
+/// FPDU like any other: delivered.
+#[test]
+fn near_misses_of_an_rtr_go_to_the_firmware() {
+    near_misses(0.0);
+}
+
+#[test]
+fn near_misses_of_an_rtr_go_to_the_firmware_with_stalled_outputs() {
+    near_misses(0.6);
+}
+
+fn near_misses(stall_probability: f64) {
+    const ISS: u32 = 4_000;
+    const IRS: u32 = 70_000;
+    let ctx = Context {
+        snd_una: ISS,
+        snd_nxt: ISS,
+        rcv_nxt: IRS,
+        rtr_expected: true,
+    };
+    let [(send, _), (write, write_kind), (read, _)] = rtr_fpdus();
+    let flipped = |fpdu: &[u8], at: usize, bit: u8| {
+        let mut fpdu = fpdu.to_vec();
+        fpdu[at] ^= bit;
+        fpdu
+    };
+    let mut write_padded = write.to_vec();
+    write_padded.extend([0; 4]);
+    assert_eq!(write_padded.len(), send.len());
+    let mut send_and_data = send.to_vec();
+    send_and_data.extend(fpdus(&[b"data"]));
+    let psh =
+        |seq: u32, ack: u32, payload: &[u8]| segment(true, TcpControl::Psh, seq, ack, payload);
+    let misses = vec![
+        psh(IRS, ISS, &flipped(send, 0, 0x01)),
+        psh(IRS, ISS, &flipped(send, send.len() - 1, 0x80)),
+        psh(IRS, ISS, &flipped(write, 0, 0x40)),
+        psh(IRS, ISS, &flipped(write, write.len() - 1, 0x01)),
+        psh(IRS, ISS, &flipped(read, 0, 0x80)),
+        psh(IRS, ISS, &flipped(read, 25, 0x10)),
+        psh(IRS, ISS, &flipped(read, read.len() - 1, 0x02)),
+        psh(IRS, ISS, &write_padded),
+        psh(IRS, ISS, &send_and_data),
+        segment(true, TcpControl::None, IRS, ISS, &read[..16]),
+        psh(IRS + 16, ISS, &read[16..]),
+        psh(IRS, ISS - 1, send),
+        psh(IRS, ISS + 1, write),
+        segment(true, TcpControl::Fin, IRS, ISS, send),
+        segment(true, TcpControl::Rst, IRS, ISS, write),
+        psh(IRS + 1, ISS, read),
+        psh(IRS - send.len() as u32, ISS, send),
+    ];
+    let rcv_rtr = IRS + write.len() as u32;
+    let rcv_after = rcv_rtr + send.len() as u32;
+    let mut ops = vec![Op::Command(0, ctx)];
+    ops.extend(misses.iter().cloned().map(Op::Frame));
+    // The RTR back to back behind them: it waits in the held queue, and takes its
+    // match bits from there.
+    ops.extend([
+        Op::Frame(psh(IRS, ISS, write)),
+        Op::Idle(800),
+        Op::Command(1, ctx),
+        Op::Frame(psh(rcv_rtr, ISS, send)),
+        Op::Idle(200),
+        Op::Command(1, ctx),
+        Op::Idle(20),
+    ]);
+    let seen = run_stalled(ops, stall_probability);
+    let expected_firmware: Vec<Vec<u8>> = misses.iter().map(|f| to_firmware(f)).collect();
+    assert_eq!(seen.to_firmware, expected_firmware);
+    assert_eq!(
+        seen.to_network,
+        vec![
+            segment(false, TcpControl::None, ISS, rcv_rtr, &[]),
+            segment(false, TcpControl::None, ISS, rcv_after, &[]),
+        ]
+    );
+    // The Send's ULPDU: its DDP and RDMAP headers.
+    let ulpdu_len = usize::from(u16::from_be_bytes([send[0], send[1]]));
+    assert_eq!(seen.to_host, vec![(INDEX, send[2..2 + ulpdu_len].to_vec())]);
+    assert_eq!(seen.events, vec![(INDEX, false, write_kind)]);
+    let mut commands = Commands::default();
+    commands.write();
+    commands.read(ISS, ISS, rcv_rtr, false);
+    commands.read(ISS, ISS, rcv_after, false);
+    assert_eq!(seen.commands, commands.commands);
+    assert_eq!(seen.reads, commands.reads);
+    let c = seen.counters;
+    assert_eq!(
+        (
+            c.cnt_rtr_taken,
+            c.cnt_to_firmware,
+            c.cnt_acks_sent,
+            c.cnt_fpdus_in
+        ),
+        (1, misses.len() as u64, 2, 1)
+    );
 }
