@@ -135,19 +135,18 @@ impl ModelDatapath {
         });
         // FPDUs start and end with segments (spec/mpa.md): one left open is a length error.
         let kind = match result {
-            Err(iwnic_proto::Error::BadCrc { .. }) => Some(FlowEventKind::CrcError),
-            Err(_) => Some(FlowEventKind::LengthError),
-            Ok(()) if !flow.splitter.at_boundary() => Some(FlowEventKind::LengthError),
-            Ok(()) => None,
-        };
-        if let Some(kind) = kind {
-            flow.failed = true;
-            match kind {
-                FlowEventKind::CrcError => self.counters.crc_errors += 1,
-                FlowEventKind::LengthError => self.counters.length_errors += 1,
+            Err(iwnic_proto::Error::BadCrc { .. }) => {
+                self.counters.crc_errors += 1;
+                FlowEventKind::CrcError
             }
-            self.events.push_back(FlowEvent { index, kind });
-        }
+            Ok(()) if flow.splitter.at_boundary() => return,
+            _ => {
+                self.counters.length_errors += 1;
+                FlowEventKind::LengthError
+            }
+        };
+        flow.failed = true;
+        self.events.push_back(FlowEvent { index, kind });
     }
 }
 

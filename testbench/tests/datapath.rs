@@ -1176,7 +1176,11 @@ impl Generator {
         let installed = self.flows[f].installed;
         let mss = usize::from(ctx.mss);
         let max = max_ulpdu_len(mss).unwrap_or(0);
-        let roll = self.rng.random_range(0..100);
+        let mut roll = self.rng.random_range(0..100);
+        // A flow that expects its RTR gets one (or a near miss) more often than others.
+        if ctx.rtr_expected && self.rng.random_bool(0.25) {
+            roll = 32;
+        }
         // A segment of the peer's at `rcv_nxt`, acknowledging all we sent.
         let in_order = |control, payload: &[u8]| {
             peer_frame(
@@ -1573,6 +1577,7 @@ fn random_sequences_cover_the_cases() {
         total.not_for_us += c.not_for_us;
         total.host_ulpdus_refused += c.host_ulpdus_refused;
         total.firmware_segments_dropped += c.firmware_segments_dropped;
+        total.rtr_taken += c.rtr_taken;
     }
     assert_eq!(kinds.len(), 8, "{kinds:?}");
     assert_eq!(
@@ -1591,6 +1596,7 @@ fn random_sequences_cover_the_cases() {
         ("not_for_us", total.not_for_us),
         ("host_ulpdus_refused", total.host_ulpdus_refused),
         ("firmware_segments_dropped", total.firmware_segments_dropped),
+        ("rtr_taken", total.rtr_taken),
     ] {
         assert!(value > 0, "random sequences never move {name}: {total:?}");
     }

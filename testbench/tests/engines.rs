@@ -58,6 +58,9 @@ fn every_engine_runs_the_scenario_as_the_model_does() {
             "{}",
             engine.name()
         );
+        // Each connection's RTR was taken by the responder's datapath, not its firmware.
+        let taken = |o: &Outcome| o.sim.a.datapath.rtr_taken + o.sim.b.datapath.rtr_taken;
+        assert_eq!((taken(&model), taken(&hdl)), (2, 2), "{}", engine.name());
         assert!(
             hdl.sim.cycles > 0,
             "{}: the datapath was clocked",

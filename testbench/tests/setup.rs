@@ -48,6 +48,11 @@ fn accept_from_the_handler_then_data_both_ways_and_a_graceful_close() {
         (report.a.datapath.crc_errors, report.b.datapath.crc_errors),
         (0, 0)
     );
+    // The responder's datapath took A's RTR (MPA v2, peer-to-peer).
+    assert_eq!(
+        (report.a.datapath.rtr_taken, report.b.datapath.rtr_taken),
+        (0, 1)
+    );
 }
 
 #[test]
