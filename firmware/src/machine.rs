@@ -13,7 +13,9 @@ use smoltcp::wire::TcpControl;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::hal::{FlowContext, FlowWrite, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN};
+use crate::hal::{
+    FlowContext, FlowEvent, FlowWrite, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN,
+};
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
 use crate::table::EntryIndex;
@@ -469,8 +471,10 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         // The frames' drain takes the datapath's reports too (see `take_frames`).
         if hal.next_frame().0.is_some() {
             m.take_frames(hal);
-        } else {
-            m.take_flow_events(hal.nic());
+        } else if hal.nic().host_space() >= RECORDS_PER_INPUT {
+            if let Some(report) = hal.nic().receive_flow_event() {
+                m.take_flow_events(hal.nic(), report);
+            }
         }
         if m.timers.may_expire(m.now_ms) {
             m.run_timers(hal.nic());
@@ -500,14 +504,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// Inlined: the queue cannot be looked at without taking its head, and the loop
-    /// holds no constants (the handler is out of line).
-    fn take_flow_events<H: Nic>(&mut self, nic: &mut H) {
-        while nic.host_space() >= RECORDS_PER_INPUT {
-            let Some(report) = nic.receive_flow_event() else {
+    /// The datapath's reports from `first` on, which the caller took: the queue cannot
+    /// be looked at without taking its head. Out of line, as the other drains: inlined,
+    /// its loop's constants were set up on every poll (+25 a setup).
+    #[inline(never)]
+    fn take_flow_events<H: Nic>(&mut self, nic: &mut H, first: FlowEvent) {
+        let mut report = first;
+        loop {
+            self.on_flow_event(nic, report);
+            if nic.host_space() < RECORDS_PER_INPUT {
+                break;
+            }
+            let Some(next) = nic.receive_flow_event() else {
                 break;
             };
-            self.on_flow_event(nic, report);
+            report = next;
         }
     }
 
