@@ -335,6 +335,20 @@ mod await_accept {
 mod await_rtr {
     use super::*;
 
+    /// The accept `tag` completed with -ECONNRESET and no event followed; the connection
+    /// and its flow are gone.
+    fn assert_accept_reset(bench: &mut Bench, tag: u32) {
+        let out = bench.out();
+        assert_eq!(
+            briefs(&out),
+            [format!("DONE({})", -ECONNRESET)],
+            "no event after a failed accept"
+        );
+        assert_eq!(done(&out[0]).tag, tag);
+        assert!(bench.hal.flows.is_empty(), "the flow is taken back");
+        assert_eq!(bench.fw.connections(), 0);
+    }
+
     fn until_reply(bench: &mut Bench) -> (Peer, u32, u32) {
         let (mut peer, request) = passive_until_request(bench, &request_v2(OFFER, 16, 16, b""));
         let tag = accept(bench, request.conn, b"");
@@ -366,15 +380,7 @@ mod await_rtr {
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
         assert_eq!(terminate_code(&segs[0].payload), 0x02);
-        let out = bench.out();
-        assert_eq!(
-            briefs(&out),
-            [format!("DONE({})", -ECONNRESET)],
-            "no event after a failed accept"
-        );
-        assert_eq!(done(&out[0]).tag, tag);
-        assert!(bench.hal.flows.is_empty());
-        assert_eq!(bench.fw.connections(), 0);
+        assert_accept_reset(&mut bench, tag);
     }
 
     #[test]
@@ -402,11 +408,7 @@ mod await_rtr {
             (peer.rcv_nxt, Some(peer.snd_nxt))
         );
         assert_eq!(bench.fw.counters().rtr_mismatch, 1);
-        let out = bench.out();
-        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)]);
-        assert_eq!(done(&out[0]).tag, tag);
-        assert!(bench.hal.flows.is_empty());
-        assert_eq!(bench.fw.connections(), 0);
+        assert_accept_reset(&mut bench, tag);
     }
 
     /// The RTR's ACK covered the reply: its timer is gone and its buffer free.
@@ -539,10 +541,7 @@ mod await_rtr {
         bench.deliver(peer.again(TcpControl::Rst, start + 1, &[]));
         assert!(bench.out().is_empty());
         bench.deliver(peer.rst());
-        let out = bench.out();
-        assert_eq!(briefs(&out), [format!("DONE({})", -ECONNRESET)]);
-        assert_eq!(done(&out[0]).tag, tag);
-        assert!(bench.hal.flows.is_empty(), "the flow is taken back");
+        assert_accept_reset(&mut bench, tag);
     }
 }
 
