@@ -57,8 +57,9 @@
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
 //!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of the written
-//!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of the
-//!   responder's RTR, or of the initiator's reply; it may leave after `ctx_done`, and
+//!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of a
+//!   responder's RTR the datapath did not take itself, below, or of the initiator's
+//!   reply; it may leave after `ctx_done`, and
 //!   goes even when the insert found its bucket full). `ctx_done` pulses for one cycle when the command
 //!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
 //!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
@@ -66,15 +67,19 @@
 //!   context (with the sequence numbers the datapath has reached) from `ctx_done` until
 //!   the next command.
 //! - `event_*`: datapath reports about a flow, one at a time: `event_index`, and
-//!   `event_crc` high for a CRC error, low for a length error.
+//!   `event_rtr`, what happened: 0 an MPA error, `event_crc` high for a CRC error, low
+//!   for a length error; 1, 2, 3 the flow's RTR taken by the datapath (below), a
+//!   zero-length Send, RDMA Write or RDMA Read Request, `event_crc` low. An RTR's
+//!   event is raised after its context is written and its ACK queued for the segment
+//!   builder (the ACK frame may leave after it), and before the next segment is decided.
 //! - `host_tx_*`: ULPDUs from the host, `host_tx_index` (connection index) and
 //!   `host_tx_len` (ULPDU bytes) with the first beat; a zero-length ULPDU is one beat with
 //!   `keep` 0. A ULPDU for no flow in FPDU mode, or whose FPDU exceeds the flow's MSS, is
 //!   taken and dropped (`cnt_host_refused`).
 //! - `host_rx_*`: received ULPDUs, tagged with `host_rx_index`. Only ULPDUs whose CRC
 //!   matched come out.
-//! - `cnt_*`: free-running 32-bit counters; `tick`: cycles since reset (64 bits), the
-//!   firmware's clock on the board.
+//! - `cnt_*`: free-running 32-bit counters (`cnt_rtr_taken`: RTRs the datapath took);
+//!   `tick`: cycles since reset (64 bits), the firmware's clock on the board.
 //!
 //! Numbers on ports: IPv4 addresses big-endian (10.0.0.1 is 0x0A000001), MAC addresses
 //! with the first byte on the wire in bits 47:40, ports and sequence numbers as numbers.
@@ -102,9 +107,22 @@
 //! (two more cycles), and once the delivery of the frame before is done, decides as
 //! the model does and hands the frame to the delivery:
 //!
-//! - no flow, a flow still expecting its RTR, RST, SYN or no ACK: the raw frame goes to
-//!   the firmware, behind its RX descriptor (its payload is not delivered: RFC 9293
-//!   drops a segment without ACK, RFC 5961 answers a SYN with a challenge ACK);
+//! - a flow still expecting its RTR, and a segment with ACK and none of RST, SYN and
+//!   FIN, in order, acknowledging `snd_nxt`, whose payload is exactly one of the three
+//!   RTR FPDUs iwnic sends (`iwnic_proto::ddp::MessageRepr::rtr_fpdu` of a zero-length
+//!   Send, Write or Read Request; compared as the payload is written into its buffer,
+//!   [`crate::rtr_match`]): the datapath takes it. The context is written as for
+//!   delivered payload (`rcv_nxt` past it, `snd_una` at the ACK, the peer window) with
+//!   RTR expected cleared, so the flow is in FPDU mode from the next byte; the ACK
+//!   goes; nothing is replayed into `mpa_rx` or sent to the firmware; an event
+//!   (`event_rtr`) tells the firmware which RTR came, and `cnt_rtr_taken` counts it.
+//!   This saves the firmware its part of each passive setup's end (the frame read,
+//!   the compare, the flow rewrite with `ctx_op` 3: about 475 RISC-V instructions);
+//! - no flow, a flow still expecting its RTR (any other segment: another stack's RTR,
+//!   an RTR split over segments or followed by data, out of order, at another ACK,
+//!   with FIN), RST, SYN or no ACK: the raw frame goes to the firmware, behind its RX
+//!   descriptor (its payload is not delivered: RFC 9293 drops a segment without ACK,
+//!   RFC 5961 answers a SYN with a challenge ACK);
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
 //! - payload at `rcv_nxt` moves `rcv_nxt` and, unless the flow has failed, is replayed
 //!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
@@ -129,7 +147,8 @@
 //! the 4-tuple (96 bits, packed as the flow table packs it), both MACs (96), the
 //! sequence numbers `{snd_una, snd_nxt, rcv_nxt}` (96) and [`MISC_BITS`] of the rest:
 //! MSS `[15:0]`, peer window `[31:16]`, its shift `[39:32]`, our shift `[47:40]`,
-//! CRC `[48]`, RTR expected `[49]`, failed `[50]`, valid `[51]`. After reset the
+//! CRC `[48]`, RTR expected `[49]` (set by a context write, cleared by the datapath
+//! when it takes the flow's RTR), failed `[50]`, valid `[51]`. After reset the
 //! controller clears every valid bit (block RAM has no reset) while the flow table clears
 //! its buckets.
 //!
@@ -613,14 +632,21 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// destination address `[63:32]`, `[95:64]`, ports `[111:96]`, `[127:112]`,
     /// sequence and acknowledgment numbers `[159:128]`, `[191:160]`, flags `[196:192]`,
     /// window `[212:197]`, payload length `[228:213]`, for this NIC `[229]`, bank
-    /// `[231:230]`, and the payload is an RTR FPDU `[234:232]` (`rtr_final`: Send,
-    /// Write, Read; written a cycle after the rest, see `rtr_verdict`). A frame is held
-    /// only while its bank is busy, so four places always have room: the parser never
-    /// waits (its stages advance every cycle).
-    held0: DFF<Bits<235>>,
-    held1: DFF<Bits<235>>,
-    held2: DFF<Bits<235>>,
-    held3: DFF<Bits<235>>,
+    /// `[231:230]`. A frame is held only while its bank is busy, so four places always
+    /// have room: the parser never waits (its stages advance every cycle).
+    held0: DFF<Bits<232>>,
+    held1: DFF<Bits<232>>,
+    held2: DFF<Bits<232>>,
+    held3: DFF<Bits<232>>,
+    /// Beside each held word: its payload is an RTR FPDU, whole (`rtr_final`: Send,
+    /// Write, Read), written a cycle after the word (see `rtr_verdict`). (In the held
+    /// word itself, RustHDL's whole-word write of the late bits kept yosys from seeing
+    /// the other bits hold: a multiplexer in front of each of the 928 bits, 880 LUT4.)
+    held_rtr0: DFF<Bits<3>>,
+    held_rtr1: DFF<Bits<3>>,
+    held_rtr2: DFF<Bits<3>>,
+    held_rtr3: DFF<Bits<3>>,
+    head_rtr: Signal<Local, Bits<3>>,
     held_set0: DFF<Bits<SET_BITS>>,
     held_set1: DFF<Bits<SET_BITS>>,
     held_set2: DFF<Bits<SET_BITS>>,
@@ -630,14 +656,14 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     held_tail: DFF<Bits<2>>,
     held_count: DFF<Bits<3>>,
     /// The frame the parser's verdict holds, packed, and the oldest held frame.
-    verdict_held: Signal<Local, Bits<235>>,
+    verdict_held: Signal<Local, Bits<232>>,
     /// The parser's destination address is ours, compared a cycle before the verdict
     /// reads it: the parser's header fields hold from the frame's beat 4 until the
     /// next frame's beat 3 is taken, at least a cycle after the verdict, so they change
     /// two cycles after it at the earliest (`tcp_rx`: the verdict comes three cycles
     /// after the last beat, and stalls hold both).
     verdict_for_us: DFF<Bit>,
-    head_held: Signal<Local, Bits<235>>,
+    head_held: Signal<Local, Bits<232>>,
     /// The payload against the RTR FPDUs iwnic sends (`rtr_match`), compared as it is
     /// written into the payload buffer, a stage behind it so the compare has a cycle of
     /// its own: the beat's match bits (`rtr_beat`, registered), whether it was a
@@ -657,7 +683,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     rtr_so_far: Signal<Local, Bits<3>>,
     rtr_final: Signal<Local, Bits<3>>,
     /// The verdict held a frame in the cycle before, in held place `rtr_slot`: its
-    /// match bits (`rtr_final`) go into that place now. (With the last beat's compare
+    /// match bits (`rtr_final`) go into that place's `held_rtr` now. (With the last beat's compare
     /// in the verdict's cycle, the compare, the AND with the beats before and the
     /// held words' enables would be in series behind the parser's output register.)
     /// A frame taken by the controller in this same cycle takes them from `rtr_final`.
@@ -680,7 +706,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     w_seg_flags: DFF<Bits<5>>,
     w_window: DFF<Bits<16>>,
     w_payload_len: DFF<Bits<16>>,
-    /// The payload is an RTR FPDU, whole: Send, Write, Read (`[234:232]` of the held word).
+    /// The payload is an RTR FPDU, whole: Send, Write, Read (its `held_rtr`).
     w_rtr: DFF<Bits<3>>,
 
     // The controller.
@@ -940,6 +966,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             held_set1,
             held_set2,
             held_set3,
+            held_rtr0,
+            held_rtr1,
+            held_rtr2,
+            held_rtr3,
             held_head,
             held_tail,
             held_count,
@@ -1207,20 +1237,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.lookup_hash.local_port.next = self.parser.seg_dst_port.val();
         self.lookup_hash.remote_ip.next = self.parser.seg_src_ip.val();
         self.lookup_hash.remote_port.next = self.parser.seg_src_port.val();
-        self.verdict_held.next = bit_cast::<235, 16>(self.verdict_end.val().get_bits::<16>(0))
-            | (bit_cast::<235, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
-            | (bit_cast::<235, 8>(self.parser.payload_keep.val()) << 24)
-            | (bit_cast::<235, 32>(self.parser.seg_src_ip.val()) << 32)
-            | (bit_cast::<235, 32>(self.parser.seg_dst_ip.val()) << 64)
-            | (bit_cast::<235, 16>(self.parser.seg_src_port.val()) << 96)
-            | (bit_cast::<235, 16>(self.parser.seg_dst_port.val()) << 112)
-            | (bit_cast::<235, 32>(self.parser.seg_seq.val()) << 128)
-            | (bit_cast::<235, 32>(self.parser.seg_ack.val()) << 160)
-            | (bit_cast::<235, 5>(self.parser.seg_flags.val()) << 192)
-            | (bit_cast::<235, 16>(self.parser.seg_window.val()) << 197)
-            | (bit_cast::<235, 16>(self.parser.seg_payload_len.val()) << 213)
-            | (bit_cast::<235, 1>(self.verdict_for_us.q.val().into()) << 229)
-            | (bit_cast::<235, BANK_BITS>(self.payload_bank.q.val()) << 230);
+        self.verdict_held.next = bit_cast::<232, 16>(self.verdict_end.val().get_bits::<16>(0))
+            | (bit_cast::<232, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
+            | (bit_cast::<232, 8>(self.parser.payload_keep.val()) << 24)
+            | (bit_cast::<232, 32>(self.parser.seg_src_ip.val()) << 32)
+            | (bit_cast::<232, 32>(self.parser.seg_dst_ip.val()) << 64)
+            | (bit_cast::<232, 16>(self.parser.seg_src_port.val()) << 96)
+            | (bit_cast::<232, 16>(self.parser.seg_dst_port.val()) << 112)
+            | (bit_cast::<232, 32>(self.parser.seg_seq.val()) << 128)
+            | (bit_cast::<232, 32>(self.parser.seg_ack.val()) << 160)
+            | (bit_cast::<232, 5>(self.parser.seg_flags.val()) << 192)
+            | (bit_cast::<232, 16>(self.parser.seg_window.val()) << 197)
+            | (bit_cast::<232, 16>(self.parser.seg_payload_len.val()) << 213)
+            | (bit_cast::<232, 1>(self.verdict_for_us.q.val().into()) << 229)
+            | (bit_cast::<232, BANK_BITS>(self.payload_bank.q.val()) << 230);
         if self.parser.payload_valid.val() {
             if self.payload_wr.q.val() != 255 {
                 self.payload_wr.d.next = self.payload_wr.q.val() + 1;
@@ -1275,20 +1305,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.rtr_verdict.q.val() {
             match self.rtr_slot.q.val().index() {
                 0 => {
-                    self.held0.d.next = bit_cast::<235, 232>(self.held0.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr0.d.next = self.rtr_final.val();
                 }
                 1 => {
-                    self.held1.d.next = bit_cast::<235, 232>(self.held1.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr1.d.next = self.rtr_final.val();
                 }
                 2 => {
-                    self.held2.d.next = bit_cast::<235, 232>(self.held2.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr2.d.next = self.rtr_final.val();
                 }
                 _ => {
-                    self.held3.d.next = bit_cast::<235, 232>(self.held3.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr3.d.next = self.rtr_final.val();
                 }
             }
         }
@@ -1296,18 +1322,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             0 => {
                 self.head_held.next = self.held0.q.val();
                 self.head_set.next = self.held_set0.q.val();
+                self.head_rtr.next = self.held_rtr0.q.val();
             }
             1 => {
                 self.head_held.next = self.held1.q.val();
                 self.head_set.next = self.held_set1.q.val();
+                self.head_rtr.next = self.held_rtr1.q.val();
             }
             2 => {
                 self.head_held.next = self.held2.q.val();
                 self.head_set.next = self.held_set2.q.val();
+                self.head_rtr.next = self.held_rtr2.q.val();
             }
             _ => {
                 self.head_held.next = self.held3.q.val();
                 self.head_set.next = self.held_set3.q.val();
+                self.head_rtr.next = self.held_rtr3.q.val();
             }
         }
         if self.verdict_good.val() | self.verdict_drop.val() {
@@ -1904,7 +1934,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_seg_flags.d.next = self.head_held.val().get_bits::<5>(192);
                     self.w_window.d.next = self.head_held.val().get_bits::<16>(197);
                     self.w_payload_len.d.next = self.head_held.val().get_bits::<16>(213);
-                    self.w_rtr.d.next = self.head_held.val().get_bits::<3>(232);
+                    self.w_rtr.d.next = self.head_rtr.val();
                     if self.rtr_verdict.q.val() & (self.rtr_slot.q.val() == self.held_head.q.val())
                     {
                         self.w_rtr.d.next = self.rtr_final.val();
