@@ -666,20 +666,22 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     head_held: Signal<Local, Bits<232>>,
     /// The payload against the RTR FPDUs iwnic sends (`rtr_match`), compared as it is
     /// written into the payload buffer, a stage behind it so the compare has a cycle of
-    /// its own: the beat's match bits (`rtr_beat`, registered), whether it was a
+    /// its own: the beat's match bits (`rtr_beat`, per quarter of the beat, registered;
+    /// `rtr_beat_all` ANDs the quarters of each type), whether it was a
     /// payload's beat 0 and whether there was a beat; the match of the payload's beats
     /// before it; the payload length against the FPDUs' lengths (`rtr_length`,
     /// registered from the parser's field, which holds for two cycles after the
     /// verdict).
     rtr_beat: RtrBeatMatch,
     rtr_length: RtrLength,
-    rtr_beat_equal: DFF<Bits<3>>,
+    rtr_beat_equal: DFF<Bits<12>>,
     rtr_beat_first: DFF<Bit>,
     rtr_beat_valid: DFF<Bit>,
     rtr_match: DFF<Bits<3>>,
     rtr_len_equal: DFF<Bits<3>>,
     /// The match of the payload up to the registered beat, and with the length: at
     /// most one bit set (the three lengths differ), valid the cycle after the verdict.
+    rtr_beat_all: Signal<Local, Bits<3>>,
     rtr_so_far: Signal<Local, Bits<3>>,
     rtr_final: Signal<Local, Bits<3>>,
     /// The verdict held a frame in the cycle before, in held place `rtr_slot`: its
@@ -1269,9 +1271,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.rtr_beat_valid.d.next = self.parser.payload_valid.val();
         self.rtr_length.len.next = self.parser.seg_payload_len.val();
         self.rtr_len_equal.d.next = self.rtr_length.equal.val();
-        self.rtr_so_far.next = self.rtr_match.q.val() & self.rtr_beat_equal.q.val();
+        self.rtr_beat_all.next =
+            bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(0) == 0xF).into())
+                | (bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(4) == 0xF).into())
+                    << 1)
+                | (bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(8) == 0xF).into())
+                    << 2);
+        self.rtr_so_far.next = self.rtr_match.q.val() & self.rtr_beat_all.val();
         if self.rtr_beat_first.q.val() {
-            self.rtr_so_far.next = self.rtr_beat_equal.q.val();
+            self.rtr_so_far.next = self.rtr_beat_all.val();
         }
         if self.rtr_beat_valid.q.val() {
             self.rtr_match.d.next = self.rtr_so_far.val();
