@@ -59,8 +59,8 @@
 //!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of the written
 //!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of a
 //!   responder's RTR the datapath did not take itself, below, or of the initiator's
-//!   reply; it may leave after `ctx_done`, and
-//!   goes even when the insert found its bucket full). `ctx_done` pulses for one cycle when the command
+//!   reply; it may leave after `ctx_done`, and goes even when the insert found its
+//!   bucket full). `ctx_done` pulses for one cycle when the command
 //!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
 //!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
 //!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
@@ -95,8 +95,11 @@
 //! frame arrives, its raw beats go into the raw buffer (for the firmware) and
 //! `tcp_rx`'s realigned payload, a few cycles behind, into the payload buffer; the next
 //! frame's beats follow with no gap while the parser is still deciding on the last one.
+//! The payload is compared with the RTR FPDUs as it is written (a stage behind, in
+//! quarters of a beat; the beats' results ANDed the cycle after).
 //! A frame is *held* (its bank, buffer ends and the parser's header fields, which move
-//! on with the next frame, in a four-place queue) only when the parser's verdict is
+//! on with the next frame, in a four-place queue, and beside them, a cycle later,
+//! whether its payload is an RTR FPDU) only when the parser's verdict is
 //! good; a late-failed frame, or one the parser drops outright, frees its bank there —
 //! this is where the parser's good bit commits. A bank is busy from its frame's last
 //! beat until nothing will read it again, and the input waits for a free bank; a held
@@ -153,8 +156,9 @@
 //! its buckets.
 //!
 //! **Delivery**: the replay of a frame's payload into `mpa_rx` (its drain, the flow's
-//! failure written back and its event), its ACK (sent while the payload is replayed)
-//! and its RX descriptor and raw frame to the firmware run apart from the controller,
+//! failure written back and its event), its ACK (sent while the payload is replayed),
+//! a taken RTR's event, and its RX descriptor and raw frame to the firmware run apart
+//! from the controller,
 //! which meanwhile looks up and reads the context of the next frame. The delivery keeps
 //! its own copy of the descriptor, taken at the hand-over, as it does of the frame's
 //! bank and buffer ends; the frame's first raw beats are read from the buffer while the
@@ -182,10 +186,32 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,878 LUT4 (53 % of the device), 10,734 FF, 43 of 56 DP16KD;
-//! **133.7 MHz** with the default placement. The same netlist placed with nextpnr's
-//! seeds 1 to 5 (`--seed N`) gives 121.6, 119.6, 114.2, 123.9 and 122.3 MHz, so the
-//! margin depends on the placement. Three of those five critical paths run from the
+//! asked for 125 MHz): 13,259 LUT4 (55 % of the device), 10,810 FF, 43 of 56 DP16KD;
+//! **127.3 MHz** with the default placement. The same netlist placed with nextpnr's
+//! seeds 1 to 5 (`--seed N`) gives 107.6, 98.9, 123.8, 106.0 and 128.1 MHz. Taking the
+//! RTR on the datapath (the compare, its registers, the decision, `cnt_rtr_taken`)
+//! cost 381 LUT4 and 76 FF. None of these six placements is limited by it (its
+//! slowest endpoints, `rtr_take` and `rtr_beat_equal`, arrive at 6.2–7.8 ns), but by
+//! paths that limited placements before, placed worse or better by chance: the
+//! checksums' `ready_q` and `mpa_rx`'s `room` (default), the firmware builder's
+//! `tail_keep` and `carry` (seed 1), the network handshake through the parser's frame
+//! length into `raw_ends`' enables (seed 2: 10.1 ns, 7.9 of it routing), the firmware
+//! builder's `out_data` (seed 3), `mpa_rx`'s input stage and `raw_ends` again (seed 4,
+//! 9.0–9.4 ns) and the controller's state (seed 5). Over the six placements the mean
+//! fell from 122.6 to 115.3 MHz, two of them above 125 MHz rather than one: the
+//! receive side's paths (parser, `raw_ends`, `mpa_rx`), next to the compare on the
+//! parser's payload, landed worse in two of them. With the payload compared 64 bits
+//! at once (12,966 LUT4), `rtr_beat_equal` arrived at 7.2–7.9 ns, among the slowest
+//! endpoints of four placements (110.5, 120.1, 121.3 and 109.1 MHz): hence the
+//! quarters ([`crate::rtr_match::RtrBeatMatch`]), about 300 LUT4 of the 381. (Figures
+//! from `iwnic synth`'s yosys and nextpnr commands run by hand, with nextpnr's
+//! `--detailed-timing-report` for `scripts/slowest-endpoints.py`; the netlist before
+//! the change gave the figures below again.)
+//!
+//! Before it (the figures of the paragraphs below): 12,878 LUT4 (53 %), 10,734 FF;
+//! **133.7 MHz** with the default placement, and with seeds 1 to 5 121.6, 119.6,
+//! 114.2, 123.9 and 122.3 MHz, so the margin depends on the placement. Three of those
+//! five critical paths run from the
 //! firmware builder's beat `index` through its header mux into `out_data` (4 levels,
 //! 8.2–8.8 ns, two thirds of it routing: the decode fans out to 64 bits). The others:
 //! the datapath builder's output handshake into `tail_keep` (seed 2), and `mpa_rx`'s
@@ -390,7 +416,7 @@ pub enum Deliver {
     MpaStart,
     MpaFeed,
     MpaDrain,
-    /// Wait for the event register, then raise the flow's error.
+    /// Wait for the event register, then raise the flow's error, or its RTR taken.
     Event,
     /// To the firmware queue: read the raw frame's beat 0 (and count the frame),
     FirmwareStart,
