@@ -57,24 +57,29 @@
 //!   high a command is taken: `ctx_op` 0 writes the context at `ctx_index` from the
 //!   `ctx_*` fields (and inserts its 4-tuple into the flow table), 1 reads it, 2 removes
 //!   it (and its 4-tuple), 3 writes it as 0 does and then sends an ACK of the written
-//!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of the
-//!   responder's RTR, or of the initiator's reply; it may leave after `ctx_done`, and
-//!   goes even when the insert found its bucket full). `ctx_done` pulses for one cycle when the command
+//!   `rcv_nxt` at its `snd_nxt` (the ACK that ends the firmware's hand-off: of a
+//!   responder's RTR the datapath did not take itself, below, or of the initiator's
+//!   reply; it may leave after `ctx_done`, and goes even when the insert found its
+//!   bucket full). `ctx_done` pulses for one cycle when the command
 //!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
 //!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
 //!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
 //!   context (with the sequence numbers the datapath has reached) from `ctx_done` until
 //!   the next command.
 //! - `event_*`: datapath reports about a flow, one at a time: `event_index`, and
-//!   `event_crc` high for a CRC error, low for a length error.
+//!   `event_rtr`, what happened: 0 an MPA error, `event_crc` high for a CRC error, low
+//!   for a length error; 1, 2, 3 the flow's RTR taken by the datapath (below), a
+//!   zero-length Send, RDMA Write or RDMA Read Request, `event_crc` low. An RTR's
+//!   event is raised after its context is written and its ACK queued for the segment
+//!   builder (the ACK frame may leave after it), and before the next segment is decided.
 //! - `host_tx_*`: ULPDUs from the host, `host_tx_index` (connection index) and
 //!   `host_tx_len` (ULPDU bytes) with the first beat; a zero-length ULPDU is one beat with
 //!   `keep` 0. A ULPDU for no flow in FPDU mode, or whose FPDU exceeds the flow's MSS, is
 //!   taken and dropped (`cnt_host_refused`).
 //! - `host_rx_*`: received ULPDUs, tagged with `host_rx_index`. Only ULPDUs whose CRC
 //!   matched come out.
-//! - `cnt_*`: free-running 32-bit counters; `tick`: cycles since reset (64 bits), the
-//!   firmware's clock on the board.
+//! - `cnt_*`: free-running 32-bit counters (`cnt_rtr_taken`: RTRs the datapath took);
+//!   `tick`: cycles since reset (64 bits), the firmware's clock on the board.
 //!
 //! Numbers on ports: IPv4 addresses big-endian (10.0.0.1 is 0x0A000001), MAC addresses
 //! with the first byte on the wire in bits 47:40, ports and sequence numbers as numbers.
@@ -90,8 +95,11 @@
 //! frame arrives, its raw beats go into the raw buffer (for the firmware) and
 //! `tcp_rx`'s realigned payload, a few cycles behind, into the payload buffer; the next
 //! frame's beats follow with no gap while the parser is still deciding on the last one.
+//! The payload is compared with the RTR FPDUs as it is written (a stage behind, in
+//! quarters of a beat; the beats' results ANDed the cycle after).
 //! A frame is *held* (its bank, buffer ends and the parser's header fields, which move
-//! on with the next frame, in a four-place queue) only when the parser's verdict is
+//! on with the next frame, in a four-place queue, and beside them, a cycle later,
+//! whether its payload is an RTR FPDU) only when the parser's verdict is
 //! good; a late-failed frame, or one the parser drops outright, frees its bank there —
 //! this is where the parser's good bit commits. A bank is busy from its frame's last
 //! beat until nothing will read it again, and the input waits for a free bank; a held
@@ -102,9 +110,22 @@
 //! (two more cycles), and once the delivery of the frame before is done, decides as
 //! the model does and hands the frame to the delivery:
 //!
-//! - no flow, a flow still expecting its RTR, RST, SYN or no ACK: the raw frame goes to
-//!   the firmware, behind its RX descriptor (its payload is not delivered: RFC 9293
-//!   drops a segment without ACK, RFC 5961 answers a SYN with a challenge ACK);
+//! - a flow still expecting its RTR, and a segment with ACK and none of RST, SYN and
+//!   FIN, in order, acknowledging `snd_nxt`, whose payload is exactly one of the three
+//!   RTR FPDUs iwnic sends (`iwnic_proto::ddp::MessageRepr::rtr_fpdu` of a zero-length
+//!   Send, Write or Read Request; compared as the payload is written into its buffer,
+//!   [`crate::rtr_match`]): the datapath takes it. The context is written as for
+//!   delivered payload (`rcv_nxt` past it, `snd_una` at the ACK, the peer window) with
+//!   RTR expected cleared, so the flow is in FPDU mode from the next byte; the ACK
+//!   goes; nothing is replayed into `mpa_rx` or sent to the firmware; an event
+//!   (`event_rtr`) tells the firmware which RTR came, and `cnt_rtr_taken` counts it.
+//!   This saves the firmware its part of each passive setup's end (the frame read,
+//!   the compare, the flow rewrite with `ctx_op` 3: about 475 RISC-V instructions);
+//! - no flow, a flow still expecting its RTR (any other segment: another stack's RTR,
+//!   an RTR split over segments or followed by data, out of order, at another ACK,
+//!   with FIN), RST, SYN or no ACK: the raw frame goes to the firmware, behind its RX
+//!   descriptor (its payload is not delivered: RFC 9293 drops a segment without ACK,
+//!   RFC 5961 answers a SYN with a challenge ACK);
 //! - an ACK inside `(snd_una, snd_nxt]` moves `snd_una`; any ACK updates the peer window;
 //! - payload at `rcv_nxt` moves `rcv_nxt` and, unless the flow has failed, is replayed
 //!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
@@ -129,13 +150,15 @@
 //! the 4-tuple (96 bits, packed as the flow table packs it), both MACs (96), the
 //! sequence numbers `{snd_una, snd_nxt, rcv_nxt}` (96) and [`MISC_BITS`] of the rest:
 //! MSS `[15:0]`, peer window `[31:16]`, its shift `[39:32]`, our shift `[47:40]`,
-//! CRC `[48]`, RTR expected `[49]`, failed `[50]`, valid `[51]`. After reset the
+//! CRC `[48]`, RTR expected `[49]` (set by a context write, cleared by the datapath
+//! when it takes the flow's RTR), failed `[50]`, valid `[51]`. After reset the
 //! controller clears every valid bit (block RAM has no reset) while the flow table clears
 //! its buckets.
 //!
 //! **Delivery**: the replay of a frame's payload into `mpa_rx` (its drain, the flow's
-//! failure written back and its event), its ACK (sent while the payload is replayed)
-//! and its RX descriptor and raw frame to the firmware run apart from the controller,
+//! failure written back and its event), its ACK (sent while the payload is replayed),
+//! a taken RTR's event, and its RX descriptor and raw frame to the firmware run apart
+//! from the controller,
 //! which meanwhile looks up and reads the context of the next frame. The delivery keeps
 //! its own copy of the descriptor, taken at the hand-over, as it does of the frame's
 //! bank and buffer ends; the frame's first raw beats are read from the buffer while the
@@ -163,10 +186,32 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 12,878 LUT4 (53 % of the device), 10,734 FF, 43 of 56 DP16KD;
-//! **133.7 MHz** with the default placement. The same netlist placed with nextpnr's
-//! seeds 1 to 5 (`--seed N`) gives 121.6, 119.6, 114.2, 123.9 and 122.3 MHz, so the
-//! margin depends on the placement. Three of those five critical paths run from the
+//! asked for 125 MHz): 13,259 LUT4 (55 % of the device), 10,810 FF, 43 of 56 DP16KD;
+//! **127.3 MHz** with the default placement. The same netlist placed with nextpnr's
+//! seeds 1 to 5 (`--seed N`) gives 107.6, 98.9, 123.8, 106.0 and 128.1 MHz. Taking the
+//! RTR on the datapath (the compare, its registers, the decision, `cnt_rtr_taken`)
+//! cost 381 LUT4 and 76 FF. None of these six placements is limited by it (its
+//! slowest endpoints, `rtr_take` and `rtr_beat_equal`, arrive at 6.2–7.8 ns), but by
+//! paths that limited placements before, placed worse or better by chance: the
+//! checksums' `ready_q` and `mpa_rx`'s `room` (default), the firmware builder's
+//! `tail_keep` and `carry` (seed 1), the network handshake through the parser's frame
+//! length into `raw_ends`' enables (seed 2: 10.1 ns, 7.9 of it routing), the firmware
+//! builder's `out_data` (seed 3), `mpa_rx`'s input stage and `raw_ends` again (seed 4,
+//! 9.0–9.4 ns) and the controller's state (seed 5). Over the six placements the mean
+//! fell from 122.6 to 115.3 MHz, two of them above 125 MHz rather than one: the
+//! receive side's paths (parser, `raw_ends`, `mpa_rx`), next to the compare on the
+//! parser's payload, landed worse in two of them. With the payload compared 64 bits
+//! at once (12,966 LUT4), `rtr_beat_equal` arrived at 7.2–7.9 ns, among the slowest
+//! endpoints of four placements (110.5, 120.1, 121.3 and 109.1 MHz): hence the
+//! quarters ([`crate::rtr_match::RtrBeatMatch`]), about 300 LUT4 of the 381. (Figures
+//! from `iwnic synth`'s yosys and nextpnr commands run by hand, with nextpnr's
+//! `--detailed-timing-report` for `scripts/slowest-endpoints.py`; the netlist before
+//! the change gave the figures below again.)
+//!
+//! Before it (the figures of the paragraphs below): 12,878 LUT4 (53 %), 10,734 FF;
+//! **133.7 MHz** with the default placement, and with seeds 1 to 5 121.6, 119.6,
+//! 114.2, 123.9 and 122.3 MHz, so the margin depends on the placement. Three of those
+//! five critical paths run from the
 //! firmware builder's beat `index` through its header mux into `out_data` (4 levels,
 //! 8.2–8.8 ns, two thirds of it routing: the decode fans out to 64 bits). The others:
 //! the datapath builder's output handshake into `tail_keep` (seed 2), and `mpa_rx`'s
@@ -371,7 +416,7 @@ pub enum Deliver {
     MpaStart,
     MpaFeed,
     MpaDrain,
-    /// Wait for the event register, then raise the flow's error.
+    /// Wait for the event register, then raise the flow's error, or its RTR taken.
     Event,
     /// To the firmware queue: read the raw frame's beat 0 (and count the frame),
     FirmwareStart,
@@ -613,14 +658,21 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// destination address `[63:32]`, `[95:64]`, ports `[111:96]`, `[127:112]`,
     /// sequence and acknowledgment numbers `[159:128]`, `[191:160]`, flags `[196:192]`,
     /// window `[212:197]`, payload length `[228:213]`, for this NIC `[229]`, bank
-    /// `[231:230]`, and the payload is an RTR FPDU `[234:232]` (`rtr_final`: Send,
-    /// Write, Read; written a cycle after the rest, see `rtr_verdict`). A frame is held
-    /// only while its bank is busy, so four places always have room: the parser never
-    /// waits (its stages advance every cycle).
-    held0: DFF<Bits<235>>,
-    held1: DFF<Bits<235>>,
-    held2: DFF<Bits<235>>,
-    held3: DFF<Bits<235>>,
+    /// `[231:230]`. A frame is held only while its bank is busy, so four places always
+    /// have room: the parser never waits (its stages advance every cycle).
+    held0: DFF<Bits<232>>,
+    held1: DFF<Bits<232>>,
+    held2: DFF<Bits<232>>,
+    held3: DFF<Bits<232>>,
+    /// Beside each held word: its payload is an RTR FPDU, whole (`rtr_final`: Send,
+    /// Write, Read), written a cycle after the word (see `rtr_verdict`). (In the held
+    /// word itself, RustHDL's whole-word write of the late bits kept yosys from seeing
+    /// the other bits hold: a multiplexer in front of each of the 928 bits, 880 LUT4.)
+    held_rtr0: DFF<Bits<3>>,
+    held_rtr1: DFF<Bits<3>>,
+    held_rtr2: DFF<Bits<3>>,
+    held_rtr3: DFF<Bits<3>>,
+    head_rtr: Signal<Local, Bits<3>>,
     held_set0: DFF<Bits<SET_BITS>>,
     held_set1: DFF<Bits<SET_BITS>>,
     held_set2: DFF<Bits<SET_BITS>>,
@@ -630,34 +682,36 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     held_tail: DFF<Bits<2>>,
     held_count: DFF<Bits<3>>,
     /// The frame the parser's verdict holds, packed, and the oldest held frame.
-    verdict_held: Signal<Local, Bits<235>>,
+    verdict_held: Signal<Local, Bits<232>>,
     /// The parser's destination address is ours, compared a cycle before the verdict
     /// reads it: the parser's header fields hold from the frame's beat 4 until the
     /// next frame's beat 3 is taken, at least a cycle after the verdict, so they change
     /// two cycles after it at the earliest (`tcp_rx`: the verdict comes three cycles
     /// after the last beat, and stalls hold both).
     verdict_for_us: DFF<Bit>,
-    head_held: Signal<Local, Bits<235>>,
+    head_held: Signal<Local, Bits<232>>,
     /// The payload against the RTR FPDUs iwnic sends (`rtr_match`), compared as it is
     /// written into the payload buffer, a stage behind it so the compare has a cycle of
-    /// its own: the beat's match bits (`rtr_beat`, registered), whether it was a
+    /// its own: the beat's match bits (`rtr_beat`, per quarter of the beat, registered;
+    /// `rtr_beat_all` ANDs the quarters of each type), whether it was a
     /// payload's beat 0 and whether there was a beat; the match of the payload's beats
     /// before it; the payload length against the FPDUs' lengths (`rtr_length`,
     /// registered from the parser's field, which holds for two cycles after the
     /// verdict).
     rtr_beat: RtrBeatMatch,
     rtr_length: RtrLength,
-    rtr_beat_equal: DFF<Bits<3>>,
+    rtr_beat_equal: DFF<Bits<12>>,
     rtr_beat_first: DFF<Bit>,
     rtr_beat_valid: DFF<Bit>,
     rtr_match: DFF<Bits<3>>,
     rtr_len_equal: DFF<Bits<3>>,
     /// The match of the payload up to the registered beat, and with the length: at
     /// most one bit set (the three lengths differ), valid the cycle after the verdict.
+    rtr_beat_all: Signal<Local, Bits<3>>,
     rtr_so_far: Signal<Local, Bits<3>>,
     rtr_final: Signal<Local, Bits<3>>,
     /// The verdict held a frame in the cycle before, in held place `rtr_slot`: its
-    /// match bits (`rtr_final`) go into that place now. (With the last beat's compare
+    /// match bits (`rtr_final`) go into that place's `held_rtr` now. (With the last beat's compare
     /// in the verdict's cycle, the compare, the AND with the beats before and the
     /// held words' enables would be in series behind the parser's output register.)
     /// A frame taken by the controller in this same cycle takes them from `rtr_final`.
@@ -680,7 +734,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     w_seg_flags: DFF<Bits<5>>,
     w_window: DFF<Bits<16>>,
     w_payload_len: DFF<Bits<16>>,
-    /// The payload is an RTR FPDU, whole: Send, Write, Read (`[234:232]` of the held word).
+    /// The payload is an RTR FPDU, whole: Send, Write, Read (its `held_rtr`).
     w_rtr: DFF<Bits<3>>,
 
     // The controller.
@@ -940,6 +994,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             held_set1,
             held_set2,
             held_set3,
+            held_rtr0,
+            held_rtr1,
+            held_rtr2,
+            held_rtr3,
             held_head,
             held_tail,
             held_count,
@@ -1207,20 +1265,20 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.lookup_hash.local_port.next = self.parser.seg_dst_port.val();
         self.lookup_hash.remote_ip.next = self.parser.seg_src_ip.val();
         self.lookup_hash.remote_port.next = self.parser.seg_src_port.val();
-        self.verdict_held.next = bit_cast::<235, 16>(self.verdict_end.val().get_bits::<16>(0))
-            | (bit_cast::<235, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
-            | (bit_cast::<235, 8>(self.parser.payload_keep.val()) << 24)
-            | (bit_cast::<235, 32>(self.parser.seg_src_ip.val()) << 32)
-            | (bit_cast::<235, 32>(self.parser.seg_dst_ip.val()) << 64)
-            | (bit_cast::<235, 16>(self.parser.seg_src_port.val()) << 96)
-            | (bit_cast::<235, 16>(self.parser.seg_dst_port.val()) << 112)
-            | (bit_cast::<235, 32>(self.parser.seg_seq.val()) << 128)
-            | (bit_cast::<235, 32>(self.parser.seg_ack.val()) << 160)
-            | (bit_cast::<235, 5>(self.parser.seg_flags.val()) << 192)
-            | (bit_cast::<235, 16>(self.parser.seg_window.val()) << 197)
-            | (bit_cast::<235, 16>(self.parser.seg_payload_len.val()) << 213)
-            | (bit_cast::<235, 1>(self.verdict_for_us.q.val().into()) << 229)
-            | (bit_cast::<235, BANK_BITS>(self.payload_bank.q.val()) << 230);
+        self.verdict_held.next = bit_cast::<232, 16>(self.verdict_end.val().get_bits::<16>(0))
+            | (bit_cast::<232, FRAME_BUFFER_BITS>(self.payload_wr.q.val()) << 16)
+            | (bit_cast::<232, 8>(self.parser.payload_keep.val()) << 24)
+            | (bit_cast::<232, 32>(self.parser.seg_src_ip.val()) << 32)
+            | (bit_cast::<232, 32>(self.parser.seg_dst_ip.val()) << 64)
+            | (bit_cast::<232, 16>(self.parser.seg_src_port.val()) << 96)
+            | (bit_cast::<232, 16>(self.parser.seg_dst_port.val()) << 112)
+            | (bit_cast::<232, 32>(self.parser.seg_seq.val()) << 128)
+            | (bit_cast::<232, 32>(self.parser.seg_ack.val()) << 160)
+            | (bit_cast::<232, 5>(self.parser.seg_flags.val()) << 192)
+            | (bit_cast::<232, 16>(self.parser.seg_window.val()) << 197)
+            | (bit_cast::<232, 16>(self.parser.seg_payload_len.val()) << 213)
+            | (bit_cast::<232, 1>(self.verdict_for_us.q.val().into()) << 229)
+            | (bit_cast::<232, BANK_BITS>(self.payload_bank.q.val()) << 230);
         if self.parser.payload_valid.val() {
             if self.payload_wr.q.val() != 255 {
                 self.payload_wr.d.next = self.payload_wr.q.val() + 1;
@@ -1239,9 +1297,15 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.rtr_beat_valid.d.next = self.parser.payload_valid.val();
         self.rtr_length.len.next = self.parser.seg_payload_len.val();
         self.rtr_len_equal.d.next = self.rtr_length.equal.val();
-        self.rtr_so_far.next = self.rtr_match.q.val() & self.rtr_beat_equal.q.val();
+        self.rtr_beat_all.next =
+            bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(0) == 0xF).into())
+                | (bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(4) == 0xF).into())
+                    << 1)
+                | (bit_cast::<3, 1>((self.rtr_beat_equal.q.val().get_bits::<4>(8) == 0xF).into())
+                    << 2);
+        self.rtr_so_far.next = self.rtr_match.q.val() & self.rtr_beat_all.val();
         if self.rtr_beat_first.q.val() {
-            self.rtr_so_far.next = self.rtr_beat_equal.q.val();
+            self.rtr_so_far.next = self.rtr_beat_all.val();
         }
         if self.rtr_beat_valid.q.val() {
             self.rtr_match.d.next = self.rtr_so_far.val();
@@ -1275,20 +1339,16 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         if self.rtr_verdict.q.val() {
             match self.rtr_slot.q.val().index() {
                 0 => {
-                    self.held0.d.next = bit_cast::<235, 232>(self.held0.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr0.d.next = self.rtr_final.val();
                 }
                 1 => {
-                    self.held1.d.next = bit_cast::<235, 232>(self.held1.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr1.d.next = self.rtr_final.val();
                 }
                 2 => {
-                    self.held2.d.next = bit_cast::<235, 232>(self.held2.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr2.d.next = self.rtr_final.val();
                 }
                 _ => {
-                    self.held3.d.next = bit_cast::<235, 232>(self.held3.q.val().get_bits::<232>(0))
-                        | (bit_cast::<235, 3>(self.rtr_final.val()) << 232);
+                    self.held_rtr3.d.next = self.rtr_final.val();
                 }
             }
         }
@@ -1296,18 +1356,22 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             0 => {
                 self.head_held.next = self.held0.q.val();
                 self.head_set.next = self.held_set0.q.val();
+                self.head_rtr.next = self.held_rtr0.q.val();
             }
             1 => {
                 self.head_held.next = self.held1.q.val();
                 self.head_set.next = self.held_set1.q.val();
+                self.head_rtr.next = self.held_rtr1.q.val();
             }
             2 => {
                 self.head_held.next = self.held2.q.val();
                 self.head_set.next = self.held_set2.q.val();
+                self.head_rtr.next = self.held_rtr2.q.val();
             }
             _ => {
                 self.head_held.next = self.held3.q.val();
                 self.head_set.next = self.held_set3.q.val();
+                self.head_rtr.next = self.held_rtr3.q.val();
             }
         }
         if self.verdict_good.val() | self.verdict_drop.val() {
@@ -1904,7 +1968,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     self.w_seg_flags.d.next = self.head_held.val().get_bits::<5>(192);
                     self.w_window.d.next = self.head_held.val().get_bits::<16>(197);
                     self.w_payload_len.d.next = self.head_held.val().get_bits::<16>(213);
-                    self.w_rtr.d.next = self.head_held.val().get_bits::<3>(232);
+                    self.w_rtr.d.next = self.head_rtr.val();
                     if self.rtr_verdict.q.val() & (self.rtr_slot.q.val() == self.held_head.q.val())
                     {
                         self.w_rtr.d.next = self.rtr_final.val();

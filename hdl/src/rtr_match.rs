@@ -8,7 +8,8 @@
 //! blocks of their own with a hand-written [`Logic`] impl, as `nic_top::IndexRange` is:
 //! `update` computes them in Rust for RustHDL's simulator and `hdl` writes the Verilog,
 //! both from the same constants, taken from `iwnic-proto` (the bytes are never typed
-//! here). Bit `t` of each output is type `t` of [`RTR_TYPES`]: 0 Send, 1 Write, 2 Read.
+//! here). Type `t` of [`RTR_TYPES`] (0 Send, 1 Write, 2 Read) is bit `t` of
+//! [`RtrLength`]'s output and bits `4t..4t + 4` of [`RtrBeatMatch`]'s.
 
 use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::mpa::RtrTypes;
@@ -50,16 +51,30 @@ fn beats() -> usize {
         .unwrap_or(0)
 }
 
-/// One payload beat against the RTR FPDUs: `equal` bit `t` is high when the beat's bytes
-/// that lie inside FPDU `t` (byte offsets `8 * beat ..`, below its length) equal its
-/// bytes; bytes past its end and beats past it are don't-care (`nic_top` compares the
-/// payload length apart, [`RtrLength`]). `nic_top` ANDs the bits of a frame's beats.
+/// Quarters of a beat compared apart (16 bits each): see [`RtrBeatMatch`].
+pub const QUARTERS: usize = 4;
+
+/// One payload beat against the RTR FPDUs, a quarter of the beat at a time: `equal`
+/// bit `4t + q` is high when the beat's bytes `2q` and `2q + 1` (payload byte offsets
+/// `8 * beat + 2q ..`) equal FPDU `t`'s bytes there, for those of them that lie inside
+/// it (below its length); bytes past its end and beats past it are don't-care
+/// (`nic_top` compares the payload length apart, [`RtrLength`]). The beat is FPDU `t`'s
+/// at `beat` when its four bits are all high; `nic_top` registers the twelve bits and
+/// ANDs the quarters and the frame's beats the cycle after, so a 16-bit compare, not a
+/// 64-bit one, is what stands between the parser's output register and them.
 #[derive(Clone, Debug, Default, LogicBlock)]
 pub struct RtrBeatMatch {
     /// The beat's index in its payload (beat 0 holds payload bytes 0 to 7).
     pub beat: Signal<In, Bits<8>>,
     pub data: Signal<In, Bits<64>>,
-    pub equal: Signal<Out, Bits<3>>,
+    pub equal: Signal<Out, Bits<12>>,
+}
+
+/// [`beat_pattern`] restricted to quarter `quarter` (bits `16q..16q + 16`).
+fn quarter_pattern(fpdu: &[u8], beat: usize, quarter: usize) -> Option<(u64, u64)> {
+    let (mask, value) = beat_pattern(fpdu, beat)?;
+    let quarter_mask = 0xFFFF << (16 * quarter);
+    Some((mask & quarter_mask, value & quarter_mask))
 }
 
 impl Logic for RtrBeatMatch {
@@ -68,11 +83,13 @@ impl Logic for RtrBeatMatch {
         let data = self.data.val().to_u64();
         let mut equal = 0u64;
         for (t, fpdu) in rtr_fpdus().iter().enumerate() {
-            let matches = match beat_pattern(fpdu, beat) {
-                Some((mask, value)) => data & mask == value,
-                None => true,
-            };
-            equal |= u64::from(matches) << t;
+            for q in 0..QUARTERS {
+                let matches = match quarter_pattern(fpdu, beat, q) {
+                    Some((mask, value)) => data & mask == value,
+                    None => true,
+                };
+                equal |= u64::from(matches) << (QUARTERS * t + q);
+            }
         }
         self.equal.next = equal.into();
     }
@@ -85,14 +102,19 @@ impl Logic for RtrBeatMatch {
         let fpdus = rtr_fpdus();
         let mut cases = String::new();
         for beat in 0..beats() {
+            // Highest bit first, as Verilog's concatenation has it.
             let bits: Vec<String> = fpdus
                 .iter()
                 .rev()
-                .map(|fpdu| match beat_pattern(fpdu, beat) {
-                    Some((mask, value)) => {
-                        format!("((data & 64'h{mask:016x}) == 64'h{value:016x})")
-                    }
-                    None => "1'b1".to_owned(),
+                .flat_map(|fpdu| {
+                    (0..QUARTERS)
+                        .rev()
+                        .map(move |q| match quarter_pattern(fpdu, beat, q) {
+                            Some((mask, value)) => {
+                                format!("((data & 64'h{mask:016x}) == 64'h{value:016x})")
+                            }
+                            None => "1'b1".to_owned(),
+                        })
                 })
                 .collect();
             cases += &format!(
@@ -101,7 +123,7 @@ impl Logic for RtrBeatMatch {
             );
         }
         Verilog::Custom(format!(
-            "always @(*) begin\n    case (beat)\n{cases}        default: equal = 3'b111;\n    \
+            "always @(*) begin\n    case (beat)\n{cases}        default: equal = 12'hfff;\n    \
              endcase\nend\n"
         ))
     }

@@ -1,6 +1,7 @@
 //! The RTR compares (`rtr_match`) on both simulators in lock step against a reference
-//! written here from `iwnic-proto`'s RTR FPDUs: every beat of every FPDU equal (with
-//! random bytes past its end), a flipped bit in each of its bytes not equal, random
+//! written here from `iwnic-proto`'s RTR FPDUs: every beat of every FPDU equal (all
+//! four quarters; random bytes past its end), a flipped bit in each of its bytes not
+//! equal, random
 //! beats, beats past the longest FPDU; every payload length up to 64 and a few above;
 //! lint.
 
@@ -22,7 +23,7 @@ pub struct RtrMatchHarness {
     pub beat: Signal<In, Bits<8>>,
     pub data: Signal<In, Bits<64>>,
     pub len: Signal<In, Bits<16>>,
-    pub equal: Signal<Out, Bits<3>>,
+    pub equal: Signal<Out, Bits<12>>,
     pub len_equal: Signal<Out, Bits<3>>,
     beat_match: RtrBeatMatch,
     length: RtrLength,
@@ -50,14 +51,24 @@ fn fpdus() -> [&'static [u8]; 3] {
     [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ].map(|t| MessageRepr::rtr_fpdu(t).unwrap())
 }
 
-/// The reference: bit `t` when every byte of `data` that lies inside FPDU `t` at beat
-/// `beat` is that FPDU's byte.
+/// The reference: bit `4t + q` when each of the bytes `2q`, `2q + 1` of `data` that lies
+/// inside FPDU `t` at beat `beat` is that FPDU's byte.
 fn expected_equal(beat: usize, data: u64) -> u64 {
     let bytes = data.to_le_bytes();
-    fpdus().iter().enumerate().fold(0, |acc, (t, fpdu)| {
-        let equal = (0..8).all(|i| fpdu.get(8 * beat + i).is_none_or(|b| *b == bytes[i]));
-        acc | u64::from(equal) << t
-    })
+    let mut equal = 0;
+    for (t, fpdu) in fpdus().iter().enumerate() {
+        for q in 0..4 {
+            let same =
+                (2 * q..2 * q + 2).all(|i| fpdu.get(8 * beat + i).is_none_or(|b| *b == bytes[i]));
+            equal |= u64::from(same) << (4 * t + q);
+        }
+    }
+    equal
+}
+
+/// Type `t`'s beat matches: all four quarters.
+fn type_equal(equal: u64, t: usize) -> bool {
+    equal >> (4 * t) & 0xF == 0xF
 }
 
 fn expected_len_equal(len: usize) -> u64 {
@@ -88,7 +99,7 @@ impl Bench<Inputs, Outputs> for MatchBench {
             "{inputs:x?}"
         );
         for t in 0..3 {
-            if equal >> t & 1 == 1 {
+            if type_equal(equal, t) {
                 self.equal_seen[t] += 1;
             } else {
                 self.unequal_seen[t] += 1;
@@ -177,13 +188,15 @@ fn rtr_match_sees_every_byte() {
             uut.beat.next = (beat as u64).into();
             uut.data.next = data.into();
             crate::dut::settle(&mut uut);
-            assert_eq!(uut.equal.val().to_u64() >> t & 1, 1, "type {t} beat {beat}");
+            assert!(
+                type_equal(uut.equal.val().to_u64(), t),
+                "type {t} beat {beat}"
+            );
             for bit in 0..8 * inside {
                 uut.data.next = (data ^ 1 << bit).into();
                 crate::dut::settle(&mut uut);
-                assert_eq!(
-                    uut.equal.val().to_u64() >> t & 1,
-                    0,
+                assert!(
+                    !type_equal(uut.equal.val().to_u64(), t),
                     "type {t} beat {beat} bit {bit}"
                 );
             }
