@@ -1926,6 +1926,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 // and write the contexts and the working copy its ACK is built from); a
                 // pending command keeps the next frame waiting too, so it is not starved.
                 if self.ctx_valid.val() & self.deliver_idle.val() {
+                    // The last delivery is over and its failure is in its flow's
+                    // context: nothing to forward any more, and a command may replace
+                    // that flow (a new flow at the index does not inherit it).
+                    self.d_failed.d.next = false;
                     self.cmd_op.d.next = self.ctx_op.val();
                     self.cmd_writes.d.next = (self.ctx_op.val() == 0) | (self.ctx_op.val() == 3);
                     self.cmd_acks.d.next = self.ctx_op.val() == 3;

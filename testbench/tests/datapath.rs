@@ -587,6 +587,50 @@ fn scripted() -> Script {
     s.push(Op::Read(d));
     s.data(d, &[ulpdu(50, 11)], TcpControl::Psh);
 
+    // Flow E fails (a bad CRC) and is replaced right after, with no frame between:
+    // removed and written again, then written over by another tuple. The failure stays
+    // with the flow it happened to; each new flow's data is delivered.
+    let e = 7u16;
+    let ctx_e = context(e, [10, 0, 0, 4], 40_005, 0x7000_0000, 0x8000_0000);
+    s.push(Op::Write(ctx_e, FlowWrite::Install));
+    let mut bad = fpdus(&[ulpdu(30, 80)]);
+    bad[fpdu_len(30) - 1] ^= 0x01;
+    let frame = peer_frame(
+        &ctx_e,
+        TcpControl::Psh,
+        ctx_e.rcv_nxt,
+        Some(ctx_e.snd_nxt),
+        29_200,
+        &bad,
+    );
+    assert_eq!(s.push(Op::Net(frame)).events.len(), 1, "the CRC error");
+    s.push(Op::Remove(e));
+    s.push(Op::Write(ctx_e, FlowWrite::Install));
+    s.data(e, &[ulpdu(20, 81)], TcpControl::Psh);
+    assert_eq!(
+        s.expected.last().unwrap().host.len(),
+        1,
+        "a new flow, not failed"
+    );
+    let fe = s.flow(e);
+    let frame = peer_frame(
+        &fe,
+        TcpControl::Psh,
+        fe.rcv_nxt,
+        Some(fe.snd_nxt),
+        29_200,
+        &bad,
+    );
+    assert_eq!(s.push(Op::Net(frame)).events.len(), 1, "the CRC error");
+    let ctx_e2 = context(e, [10, 0, 0, 4], 40_006, 0x7100_0000, 0x8100_0000);
+    s.push(Op::Write(ctx_e2, FlowWrite::Install));
+    s.data(e, &[ulpdu(20, 82)], TcpControl::Psh);
+    assert_eq!(
+        s.expected.last().unwrap().host.len(),
+        1,
+        "another tuple, not failed"
+    );
+
     // Flow B: sequence numbers about to wrap; flow C: a small MSS.
     let ctx_b = context(b, [10, 0, 0, 3], 40_002, 0xFFFF_FF00, 0xFFFF_FFF0);
     s.push(Op::Write(ctx_b, FlowWrite::Install));
