@@ -181,7 +181,7 @@ impl FlowContext {
         {
             return None;
         }
-        let rtr = [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ]
+        let rtr = RtrTypes::EACH
             .into_iter()
             .find(|&rtr| MessageRepr::rtr_fpdu(rtr) == Some(payload))?;
         self.rtr_expected = false;

@@ -204,8 +204,7 @@ impl Run {
 
     fn apply(&mut self, op: Op) {
         let b = &mut self.bench;
-        let rtr_kind =
-            |k: u8| [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ][usize::from(k % 3)];
+        let rtr_kind = |k: u8| RtrTypes::EACH[usize::from(k % 3)];
         match op {
             Op::Syn(p) => b.deliver(self.peers[p].syn()),
             Op::Ack(p) => b.deliver(self.peers[p].ack()),

@@ -8,19 +8,16 @@
 //! blocks of their own with a hand-written [`Logic`] impl, as `nic_top::IndexRange` is:
 //! `update` computes them in Rust for RustHDL's simulator and `hdl` writes the Verilog,
 //! both from the same constants, taken from `iwnic-proto` (the bytes are never typed
-//! here). Type `t` of [`RTR_TYPES`] (0 Send, 1 Write, 2 Read) is bit `t` of
+//! here). Type `t` of `RtrTypes::EACH` (0 Send, 1 Write, 2 Read) is bit `t` of
 //! [`RtrLength`]'s output and bits `4t..4t + 4` of [`RtrBeatMatch`]'s.
 
 use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::mpa::RtrTypes;
 use rust_hdl::prelude::*;
 
-/// The RTR types in the order of the match bits.
-pub const RTR_TYPES: [RtrTypes; 3] = [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ];
-
 /// The RTR FPDUs, byte for byte, in the order of the match bits.
 pub fn rtr_fpdus() -> [&'static [u8]; 3] {
-    RTR_TYPES.map(|rtr| MessageRepr::rtr_fpdu(rtr).expect("one RTR type is an RTR FPDU"))
+    RtrTypes::EACH.map(|rtr| MessageRepr::rtr_fpdu(rtr).expect("one RTR type is an RTR FPDU"))
 }
 
 /// What beat `beat` (bytes `8 * beat ..`) of a payload must hold to match `fpdu`: the

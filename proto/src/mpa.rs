@@ -148,6 +148,9 @@ impl RtrTypes {
         write: false,
         read: true,
     };
+    /// Each single type, in the order iwnic numbers them (the datapath's `event_rtr`
+    /// reports type `k` of these as `k + 1`).
+    pub const EACH: [RtrTypes; 3] = [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ];
 
     /// How many types are set.
     pub fn count(self) -> usize {

@@ -761,12 +761,12 @@ impl<P: PortSim> HdlEngine<P> {
         }
         if get(OutPort::event_valid) & 1 == 1 {
             moved = true;
-            let kind = match (get(OutPort::event_rtr), get(OutPort::event_crc) & 1) {
-                (1, _) => FlowEventKind::RtrTaken(RtrTypes::SEND),
-                (2, _) => FlowEventKind::RtrTaken(RtrTypes::WRITE),
-                (3, _) => FlowEventKind::RtrTaken(RtrTypes::READ),
-                (_, 1) => FlowEventKind::CrcError,
-                _ => FlowEventKind::LengthError,
+            // `event_rtr` k > 0: type k - 1 of `RtrTypes::EACH` taken; 0: an MPA error.
+            let rtr = (get(OutPort::event_rtr) as usize).checked_sub(1);
+            let kind = match (rtr, get(OutPort::event_crc) & 1) {
+                (Some(k), _) => FlowEventKind::RtrTaken(RtrTypes::EACH[k]),
+                (None, 1) => FlowEventKind::CrcError,
+                (None, _) => FlowEventKind::LengthError,
             };
             self.events.push_back(FlowEvent {
                 index: get(OutPort::event_index) as u16,

@@ -1265,8 +1265,7 @@ impl Generator {
             32..=37 => {
                 // The peer's RTR as iwnic sends it (the datapath takes it when the flow
                 // expects one), or a near miss the firmware gets.
-                let rtr =
-                    [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ][self.rng.random_range(0..3)];
+                let rtr = RtrTypes::EACH[self.rng.random_range(0..3)];
                 let mut payload = MessageRepr::rtr_fpdu(rtr).unwrap().to_vec();
                 let mut control = [TcpControl::Psh, TcpControl::None][self.rng.random_range(0..2)];
                 let (mut seq, mut ack) = (ctx.rcv_nxt, ctx.snd_nxt);

@@ -48,7 +48,7 @@ dut! {
 
 /// The FPDUs in the order of the match bits: Send, Write, Read.
 fn fpdus() -> [&'static [u8]; 3] {
-    [RtrTypes::SEND, RtrTypes::WRITE, RtrTypes::READ].map(|t| MessageRepr::rtr_fpdu(t).unwrap())
+    RtrTypes::EACH.map(|t| MessageRepr::rtr_fpdu(t).unwrap())
 }
 
 /// The reference: bit `4t + q` when each of the bytes `2q`, `2q + 1` of `data` that lies
