@@ -314,16 +314,22 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.leave_listener(i);
         self.conns[i].neg = neg;
         self.send_staged(nic, i, false);
+        // A flow the datapath cannot carry fails the accept, as a provider out of
+        // hardware connection slots does (-ENOMEM); the peer gets a reset after the reply.
+        if self
+            .install_flow(nic, i, neg.peer_to_peer, FlowWrite::Install)
+            .is_err()
+        {
+            return fail(self, nic, ENOMEM);
+        }
         if neg.peer_to_peer {
             self.conns[i].state = State::AwaitRtr;
             self.conns[i].owed = Owed::AcceptCompletion(tag);
             self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
-            self.install_flow(nic, i, true, FlowWrite::Install);
             self.arm(i, true, true);
         } else {
             self.conns[i].state = State::Established;
             self.conns[i].owed = Owed::Close;
-            self.install_flow(nic, i, false, FlowWrite::Install);
             self.arm(i, true, false);
             self.complete(nic, tag, 0, handle);
             self.established(nic, i, EventKind::Established, PrivateData::None);

@@ -95,6 +95,10 @@ counters! {
     retransmit_timeouts,
     /// Connection requests refused because the connection table was full.
     table_full,
+    /// Connections the datapath could not carry, their 4-tuple's flow-table bucket being
+    /// full: the accept fails with -ENOMEM, or the connect's CONNECT_REPLY carries it, and
+    /// the connection is reset.
+    flow_table_full,
     /// Connections that needed a negotiation buffer when none was free.
     buffers_exhausted,
     /// Host command records that failed to decode.

@@ -204,6 +204,12 @@ pub enum FlowWrite {
     InstallAndAcknowledge,
 }
 
+/// The datapath could not carry a flow: its 4-tuple's flow-table bucket holds other
+/// tuples in every way (the table is a hash of fixed buckets, so this can happen well
+/// before it is full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowTableFull;
+
 /// Why the datapath stopped carrying a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowEventKind {
@@ -271,8 +277,12 @@ pub trait Nic {
     /// Queue the first `len` bytes of [`Nic::record_buffer`], a completion or an event,
     /// to the host.
     fn push_record(&mut self, len: usize);
-    /// Install or update a flow in the datapath, and acknowledge as `write` says.
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite);
+    /// Install or update a flow in the datapath, and acknowledge as `write` says (the ACK
+    /// goes either way). [`FlowTableFull`] when the flow's 4-tuple found its flow-table
+    /// bucket full of other tuples: the context is written (read and remove it as any
+    /// other), but the datapath does not steer the flow's frames to it. Updating a flow
+    /// whose tuple is in the table never fails.
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull>;
     /// The datapath's current view of a flow (sequence numbers advance in FPDU mode).
     fn read_flow(&mut self, index: u16) -> Option<FlowContext>;
     /// Remove a flow from the datapath; its frames reach the firmware again.

@@ -32,7 +32,7 @@ mod timer;
 pub use config::Config;
 pub use counters::Counters;
 pub use hal::{
-    FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Hal, Nic, TxSlot, MAX_FRAME_LEN,
-    MAX_TX_PAYLOAD,
+    FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple, Hal, Nic, TxSlot,
+    MAX_FRAME_LEN, MAX_TX_PAYLOAD,
 };
 pub use machine::{Firmware, State, CONNECTION_ENTRY_BYTES, MAX_LISTENERS};

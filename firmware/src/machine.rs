@@ -14,7 +14,8 @@ use smoltcp::wire::TcpControl;
 use crate::config::Config;
 use crate::counters::Counters;
 use crate::hal::{
-    FlowContext, FlowEvent, FlowWrite, FourTuple, Hal, Nic, WordHasher, MAX_FRAME_LEN,
+    FlowContext, FlowEvent, FlowTableFull, FlowWrite, FourTuple, Hal, Nic, WordHasher,
+    MAX_FRAME_LEN,
 };
 use crate::log::fw_debug;
 use crate::negotiation::Negotiation;
@@ -1020,6 +1021,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     /// Hand connection `i` to the datapath at its current sequence numbers. Inlined: see
     /// [`Machine::send_staged`].
+    ///
+    /// [`FlowTableFull`], counted, when the datapath cannot carry the flow. The firmware
+    /// has no path of its own for FPDUs, so the caller ends the connection. The context
+    /// is written either way, so the connection counts as in the datapath until it is
+    /// taken back.
     #[inline(always)]
     pub(crate) fn install_flow<H: Nic>(
         &mut self,
@@ -1027,10 +1033,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         i: usize,
         rtr_expected: bool,
         write: FlowWrite,
-    ) {
+    ) -> Result<(), FlowTableFull> {
         let ctx = self.flow_context(i, rtr_expected);
-        nic.write_flow(&ctx, write);
+        let installed = nic.write_flow(&ctx, write);
         self.conns[i].in_datapath = true;
+        if installed.is_err() {
+            self.counters.flow_table_full += 1;
+        }
+        installed
     }
 
     /// End FPDU mode for `i`: read the datapath's sequence numbers back and remove the flow.
@@ -1187,7 +1197,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return;
         }
         let Some(ctx) = nic.read_flow(i as u16) else {
-            return;
+            // No context to learn snd_una from (a datapath that lost the flow): nothing
+            // can be sent again at its numbers, and holding the buffer to the close would
+            // keep it from other connections' negotiations.
+            return self.release_buffer(i);
         };
         if (ctx.snd_una.wrapping_sub(tx_end) as i32) >= 0 {
             self.release_buffer(i);

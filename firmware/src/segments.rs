@@ -1,7 +1,7 @@
 //! Frames from the firmware RX queue and datapath reports, per connection state.
 
 use iwnic_proto::ddp::{llp_code, MessageRepr, TerminateRepr};
-use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
+use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
 use iwnic_proto::mpa::{Frame, FrameRepr, RtrTypes, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
@@ -625,7 +625,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
         // the flow came here, so our sequence numbers are the current ones. The datapath
         // acknowledges the RTR from them.
-        self.install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge);
+        // Rewrites the flow the accept installed, whose tuple is in the table: this fails
+        // only on a datapath that lost it.
+        if self
+            .install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge)
+            .is_err()
+        {
+            return self.abort(nic, i, -ENOMEM);
+        }
         self.rtr_arrived(nic, i);
         self.keep_only_unacked(i);
     }
@@ -780,7 +787,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
     fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize, write: FlowWrite) {
-        self.install_flow(nic, i, false, write);
+        if self.install_flow(nic, i, false, write).is_err() {
+            return self.abort(nic, i, -ENOMEM);
+        }
         self.conns[i].state = State::Established;
         self.timers.disarm(i);
         self.established(

@@ -297,3 +297,117 @@ fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
         "the MPA request timeout, to the millisecond"
     );
 }
+
+/// The datapath's flow table is a hash of four-way buckets: a connection whose tuple finds
+/// its bucket full cannot be carried, and the firmware has no FPDU path of its own.
+mod flow_table_full {
+    use super::*;
+    use iwnic_proto::errno::ENOMEM;
+    use iwnic_proto::mpa::{FrameKind, V2Block};
+
+    /// The flow written for the failed hand-off is gone again, and so is the connection.
+    fn assert_flow_and_connection_gone(bench: &Bench) {
+        assert_eq!(bench.hal.flow_writes.len(), 1);
+        let index = bench.hal.flow_writes[0].index;
+        assert_eq!(bench.hal.flow_removes, [index]);
+        assert!(bench.hal.flows.is_empty() && bench.hal.unsteered.is_empty());
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert_eq!(bench.fw.counters().flow_table_full, 1);
+    }
+
+    /// Rule 3: an accept that fails raises no event. The reply has gone; the RST ends it.
+    #[test]
+    fn the_accept_fails_enomem_and_the_peer_is_reset() {
+        for (request, peer_to_peer) in [
+            (request_v2(OFFER, 16, 16, b""), true),
+            (request_v1(b""), false),
+        ] {
+            let mut bench = Bench::default();
+            let (mut peer, request) = passive_until_request(&mut bench, &request);
+            bench.hal.flow_table_full = true;
+            let tag = bench.command(Command::Accept {
+                conn: request.conn,
+                ird: 8,
+                ord: 8,
+                qpn: 3,
+                private_data: b"",
+            });
+            let segs = bench.sent();
+            assert_eq!(kinds(&segs), ["DATA", "RST"]);
+            peer.saw(&segs[0]);
+            assert_eq!(segs[1].seq, peer.rcv_nxt, "the RST follows the reply");
+            let out = bench.out();
+            assert_eq!(briefs(&out), [format!("DONE({})", -ENOMEM)]);
+            assert_eq!(done(&out[0]).tag, tag);
+            assert_eq!(bench.hal.flow_writes[0].rtr_expected, peer_to_peer);
+            assert_flow_and_connection_gone(&bench);
+        }
+    }
+
+    /// Rule 4: the connect's one CONNECT_REPLY carries the failure; the hand-off's ACK
+    /// (revision 1) or the RTR (peer-to-peer) has gone, the RST ends it.
+    #[test]
+    fn the_connect_replies_enomem_and_the_peer_is_reset() {
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, true, b"");
+        bench.hal.flow_table_full = true;
+        bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
+        assert_eq!(kinds(&bench.sent()), ["ACK", "RST"]);
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ENOMEM)]);
+        assert_flow_and_connection_gone(&bench);
+
+        let mut bench = Bench::default();
+        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let v2 = V2Block {
+            peer_to_peer: true,
+            rtr: RtrTypes::READ,
+            ird: 8,
+            ord: 8,
+        };
+        bench.deliver(peer.data(&reply(FrameKind::Accept, Some(v2), b"")));
+        let rtr = bench.sent();
+        assert_eq!(kinds(&rtr), ["DATA"]);
+        peer.saw_all(&rtr);
+        bench.hal.flow_table_full = true;
+        bench.deliver(peer.ack());
+        assert_eq!(kinds(&bench.sent()), ["RST"]);
+        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ENOMEM)]);
+        assert_flow_and_connection_gone(&bench);
+    }
+
+    /// Other connections, whose tuples found room, go on.
+    #[test]
+    fn a_later_connection_with_room_is_carried() {
+        let mut bench = Bench::default();
+        let (_, refused) = passive_until_request(&mut bench, &request_v1(b""));
+        bench.hal.flow_table_full = true;
+        bench.command(Command::Accept {
+            conn: refused.conn,
+            ird: 8,
+            ord: 8,
+            qpn: 3,
+            private_data: b"",
+        });
+        bench.sent();
+        bench.out();
+        bench.hal.flow_table_full = false;
+        let mut peer = Peer::new(40001, PORT, 9_000);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&request_v1(b"")));
+        let request = event(&bench.out()[0]).clone();
+        bench.command(Command::Accept {
+            conn: request.conn,
+            ird: 8,
+            ord: 8,
+            qpn: 3,
+            private_data: b"",
+        });
+        assert_eq!(kinds(&bench.sent()), ["DATA"]);
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(bench.hal.flows.len(), 1);
+        assert_eq!(bench.fw.counters().flow_table_full, 1);
+    }
+}

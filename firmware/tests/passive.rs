@@ -1,4 +1,5 @@
-//! Passive opens, per state: SYN_RECEIVED, AWAIT_REQUEST, AWAIT_ACCEPT, AWAIT_RTR.
+//! Passive opens, per state: SYN_RECEIVED, AWAIT_REQUEST, AWAIT_ACCEPT, AWAIT_RTR, and
+//! ESTABLISHED with the reply still buffered.
 
 mod common;
 
@@ -329,6 +330,50 @@ mod await_accept {
             private_data: b"",
         });
         assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ECONNRESET)]);
+    }
+}
+
+/// Revision 1 is in FPDU mode at the accept, the reply perhaps not yet acknowledged: the
+/// firmware keeps it until the datapath's `snd_una` passes it.
+mod established_reply_buffered {
+    use super::*;
+
+    fn until_reply(bench: &mut Bench) -> Peer {
+        let (mut peer, request) = passive_until_request(bench, &request_v1(b""));
+        accept(bench, request.conn, b"");
+        peer.saw_all(&bench.sent());
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(bench.fw.buffers_in_use(), 1);
+        peer
+    }
+
+    #[test]
+    fn the_reply_is_sent_again_until_the_datapath_sees_it_acknowledged() {
+        let mut bench = Bench::default();
+        let peer = until_reply(&mut bench);
+        bench.advance(1000);
+        let again = bench.sent();
+        assert_eq!(kinds(&again), ["DATA"]);
+        assert_eq!(again[0].seq.wrapping_add(again[0].len()), peer.rcv_nxt);
+        let flow = bench.hal.flows.values_mut().next().unwrap();
+        flow.snd_una = peer.rcv_nxt;
+        bench.advance(2000);
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert_eq!(bench.fw.counters().retransmissions, 1);
+    }
+
+    /// A datapath that holds no context for the flow cannot say what was acknowledged:
+    /// the buffer goes back to the pool instead of waiting for the close.
+    #[test]
+    fn a_flow_the_datapath_lost_frees_the_reply_buffer() {
+        let mut bench = Bench::default();
+        until_reply(&mut bench);
+        bench.hal.flows.clear();
+        bench.advance(1000);
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert_eq!(bench.fw.counters().retransmissions, 0);
     }
 }
 

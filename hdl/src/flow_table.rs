@@ -20,7 +20,8 @@
 //! area). Insert writes the first way holding the same tuple (replacing its index, as a
 //! map insert does), else the lowest free way; with all ways of the bucket holding other
 //! tuples it fails with `done_full`, changes nothing and counts the failure in
-//! `insert_full_count`. Firmware then keeps that flow on its slow path. Remove clears the
+//! `insert_full_count`. The firmware has no FPDU path of its own: it fails that
+//! connection's accept (or connect) with -ENOMEM and resets it. Remove clears the
 //! way holding the tuple, or reports `done_missing`.
 //!
 //! **Lookup port** (`lookup_*`): a tuple with its bucket (`lookup_set`, [`hash`] of the

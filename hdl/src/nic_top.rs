@@ -62,7 +62,8 @@
 //!   reply; it may leave after `ctx_done`, and goes even when the insert found its
 //!   bucket full). `ctx_done` pulses for one cycle when the command
 //!   has finished; with it, `ctx_status` says: write — the tuple went into the flow table (low: its
-//!   bucket was full, counted in `cnt_insert_full`, and the flow stays on the slow path);
+//!   bucket was full, counted in `cnt_insert_full`: the context is written but no frame
+//!   is steered to it, and the firmware ends the connection);
 //!   read and remove — a flow was at that index. After a read the `rd_*` outputs hold the
 //!   context (with the sequence numbers the datapath has reached) from `ctx_done` until
 //!   the next command.
@@ -968,7 +969,9 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 pub type EcpNicTop = NicTop<6, 8>;
 /// The simulation build: contexts for the testbench firmware's 2,048 connections, in a
 /// flow table of 8,192 entries.
-pub type SimNicTop = NicTop<11, 11>;
+pub type SimNicTop = NicTop<SIM_SET_BITS, 11>;
+/// The simulation build's flow table has 2^`SIM_SET_BITS` buckets.
+pub const SIM_SET_BITS: usize = 11;
 
 impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, INDEX_BITS> {
     #[hdl_gen]

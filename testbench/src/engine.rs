@@ -7,7 +7,7 @@
 //! register window, datapath reports) and
 //! the host port (ULPDUs tagged with a connection index, both ways).
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowWrite};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowTableFull, FlowWrite};
 use iwnic_proto::net::TxDescriptor;
 
 /// A segment as the firmware queues it for [`Engine::firmware_transmit`]: its descriptor's
@@ -39,6 +39,8 @@ pub struct DatapathCounters {
     pub length_errors: u64,
     /// RTRs the datapath took itself (`FlowContext::take_rtr`).
     pub rtr_taken: u64,
+    /// Flow writes whose tuple found its flow-table bucket full.
+    pub flow_table_full: u64,
     /// ULPDUs from the host for no flow in FPDU mode, or too long for one segment.
     pub host_ulpdus_refused: u64,
     /// Firmware TX packets too short for their descriptor, or with payload under a
@@ -62,8 +64,9 @@ pub trait Engine: Send {
     /// which the datapath builds the frame and fills its checksums.
     fn firmware_transmit(&mut self, packet: &[u8]);
     /// Install or update a flow; with [`FlowWrite::InstallAndAcknowledge`], then send an
-    /// ACK of its `rcv_nxt` from it.
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite);
+    /// ACK of its `rcv_nxt` from it. [`FlowTableFull`] when the flow's tuple found its
+    /// flow-table bucket full ([`iwnic_firmware::Nic::write_flow`]).
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull>;
     fn read_flow(&mut self, index: u16) -> Option<FlowContext>;
     fn remove_flow(&mut self, index: u16);
     fn flow_event(&mut self) -> Option<FlowEvent>;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple};
+use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple};
 use iwnic_hdl::nic_top::SimNicTop;
 use iwnic_hdl::verilator::{self, BuildOptions, VerilatedModel};
 use iwnic_proto::mpa::RtrTypes;
@@ -470,7 +470,6 @@ pub struct HdlEngine<P: PortSim> {
     to_firmware: VecDeque<Vec<u8>>,
     to_host: VecDeque<(u16, Vec<u8>)>,
     events: VecDeque<FlowEvent>,
-    last_write_status: Option<bool>,
 }
 
 impl HdlEngine<Verilated> {
@@ -518,7 +517,6 @@ impl<P: PortSim> HdlEngine<P> {
             to_firmware: VecDeque::new(),
             to_host: VecDeque::new(),
             events: VecDeque::new(),
-            last_write_status: None,
         };
         for &port in InPort::ALL {
             let value = match port {
@@ -566,17 +564,6 @@ impl<P: PortSim> HdlEngine<P> {
     /// For each frame that has left on `net_tx`, the cycle its last beat moved.
     pub fn net_tx_cycles(&self) -> &[u64] {
         &self.net_tx_cycles
-    }
-
-    /// `ctx_status` of the last `write_flow`: whether the tuple went into the flow table.
-    pub fn last_write_status(&self) -> Option<bool> {
-        self.last_write_status
-    }
-
-    /// Writes whose tuple found its flow-table bucket full (`cnt_insert_full`; the model
-    /// has no such limit).
-    pub fn insert_full(&self) -> u64 {
-        self.counter(OutPort::cnt_insert_full)
     }
 
     /// Whether every input queue is empty and no command is pending.
@@ -838,13 +825,13 @@ impl<P: PortSim> Engine for HdlEngine<P> {
         self.fw_tx.push(packet.to_vec(), 0);
     }
 
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
         let op = match write {
             FlowWrite::Install => OP_WRITE,
             FlowWrite::InstallAndAcknowledge => OP_WRITE_AND_ACK,
         };
-        let (status, _) = self.command(op, flow.index, Some(*flow));
-        self.last_write_status = Some(status);
+        let (installed, _) = self.command(op, flow.index, Some(*flow));
+        installed.then_some(()).ok_or(FlowTableFull)
     }
 
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
@@ -887,6 +874,7 @@ impl<P: PortSim> Engine for HdlEngine<P> {
             crc_errors: c(OutPort::cnt_crc_errors),
             length_errors: c(OutPort::cnt_length_errors),
             rtr_taken: c(OutPort::cnt_rtr_taken),
+            flow_table_full: c(OutPort::cnt_insert_full),
             host_ulpdus_refused: c(OutPort::cnt_host_refused),
             firmware_segments_dropped: c(OutPort::cnt_fw_tx_dropped),
         }
@@ -1159,8 +1147,7 @@ mod tests {
             assert!(engine.host_transmit(i as u16 + 40, &vec![len as u8; len]));
         }
         let ctx = context();
-        engine.write_flow(&ctx, FlowWrite::Install);
-        assert_eq!(engine.last_write_status(), Some(true));
+        assert_eq!(engine.write_flow(&ctx, FlowWrite::Install), Ok(()));
         assert_eq!(engine.read_flow(ctx.index), Some(ctx));
         assert_eq!(engine.read_flow(7), None);
         engine.run_until_idle(16, 100_000);

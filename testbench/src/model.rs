@@ -6,6 +6,9 @@
 //!   and counted. Flag combinations, zero ports and TCP options are not judged here,
 //!   only by the firmware in the frames it gets: a flow's data segment with SYN and FIN
 //!   goes whole to the firmware (for its SYN), which ignores it.
+//! - Flow table: a 4-tuple goes into its bucket of `SimNicTop`'s table (the same hash, 4
+//!   ways each); a write whose tuple finds its bucket full writes the context but fails,
+//!   and the flow's frames go to the firmware.
 //! - Steer: frames of flows not in FPDU mode, frames carrying RST or SYN or without ACK
 //!   (whole, their payload undelivered), frames carrying FIN, and every frame of a flow
 //!   still expecting its RTR go to the firmware; in-order payload of offloaded flows goes
@@ -23,7 +26,11 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use iwnic_firmware::{FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, MAX_FRAME_LEN};
+use iwnic_firmware::{
+    FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple, MAX_FRAME_LEN,
+};
+use iwnic_hdl::flow_table::{self, WAYS};
+use iwnic_hdl::nic_top::SIM_SET_BITS;
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
 use iwnic_proto::net::{self, Checksums, FrameError, RxDescriptor, SegmentOut, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
@@ -44,12 +51,26 @@ struct Flow {
 pub struct ModelDatapath {
     ip: [u8; 4],
     flows: BTreeMap<u16, Flow>,
+    /// The flow table: tuple to index.
     by_tuple: HashMap<FourTuple, u16>,
+    /// Tuples in each bucket of the flow table.
+    bucket_fill: HashMap<usize, usize>,
     to_network: VecDeque<Vec<u8>>,
     to_firmware: VecDeque<Vec<u8>>,
     to_host: VecDeque<(u16, Vec<u8>)>,
     events: VecDeque<FlowEvent>,
     counters: DatapathCounters,
+}
+
+/// The tuple's bucket in `SimNicTop`'s flow table.
+pub fn flow_table_bucket(tuple: &FourTuple) -> usize {
+    let packed = flow_table::pack(
+        u32::from_be_bytes(tuple.local_ip),
+        tuple.local_port,
+        u32::from_be_bytes(tuple.remote_ip),
+        tuple.remote_port,
+    );
+    flow_table::hash(packed, SIM_SET_BITS)
 }
 
 fn seq_diff(a: u32, b: u32) -> i32 {
@@ -62,12 +83,31 @@ impl ModelDatapath {
             ip,
             flows: BTreeMap::new(),
             by_tuple: HashMap::new(),
+            bucket_fill: HashMap::new(),
             to_network: VecDeque::new(),
             to_firmware: VecDeque::new(),
             to_host: VecDeque::new(),
             events: VecDeque::new(),
             counters: DatapathCounters::default(),
         }
+    }
+
+    /// Map `tuple` to `index` in the flow table: its way when the table holds it, else a
+    /// free way of its bucket.
+    fn insert_tuple(&mut self, tuple: FourTuple, index: u16) -> Result<(), FlowTableFull> {
+        if !self.by_tuple.contains_key(&tuple) {
+            let fill = self
+                .bucket_fill
+                .entry(flow_table_bucket(&tuple))
+                .or_default();
+            if *fill == WAYS {
+                self.counters.flow_table_full += 1;
+                return Err(FlowTableFull);
+            }
+            *fill += 1;
+        }
+        self.by_tuple.insert(tuple, index);
+        Ok(())
     }
 
     fn send(&mut self, frame: Vec<u8>) {
@@ -260,7 +300,7 @@ impl Engine for ModelDatapath {
         }
     }
 
-    fn write_flow(&mut self, ctx: &FlowContext, write: FlowWrite) {
+    fn write_flow(&mut self, ctx: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
         let splitter = Splitter::new(max_ulpdu_len(usize::from(ctx.mss)).unwrap_or(0) as u16);
         match self.flows.get_mut(&ctx.index) {
             // A rewrite (the RTR arrived) keeps the receive state.
@@ -277,10 +317,11 @@ impl Engine for ModelDatapath {
                 );
             }
         }
-        self.by_tuple.insert(ctx.tuple, ctx.index);
+        let installed = self.insert_tuple(ctx.tuple, ctx.index);
         if write == FlowWrite::InstallAndAcknowledge {
             self.ack(ctx.index);
         }
+        installed
     }
 
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
@@ -289,7 +330,12 @@ impl Engine for ModelDatapath {
 
     fn remove_flow(&mut self, index: u16) {
         if let Some(flow) = self.flows.remove(&index) {
-            self.by_tuple.remove(&flow.ctx.tuple);
+            if self.by_tuple.remove(&flow.ctx.tuple).is_some() {
+                *self
+                    .bucket_fill
+                    .entry(flow_table_bucket(&flow.ctx.tuple))
+                    .or_default() -= 1;
+            }
         }
     }
 

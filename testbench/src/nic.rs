@@ -2,7 +2,8 @@
 //! NIC's end of the host link that a host driver opens.
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowWrite, Hal, Nic as FirmwareNic, TxSlot,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowTableFull, FlowWrite, Hal,
+    Nic as FirmwareNic, TxSlot,
 };
 use iwnic_host_driver::InProcessNic;
 use iwnic_proto::host::RecordBuffer;
@@ -110,8 +111,8 @@ impl<E: Engine> FirmwareNic for NicPort<'_, E> {
     fn push_record(&mut self, len: usize) {
         self.host.push_record(&self.buffers.record.0[..len]);
     }
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
-        self.engine.write_flow(flow, write);
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
+        self.engine.write_flow(flow, write)
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
         self.engine.read_flow(index)

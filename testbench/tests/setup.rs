@@ -7,12 +7,14 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{param, Pair, React, PORT, QPN};
+use common::{addr, param, report_only, Pair, React, PORT, QPN};
+use iwnic_firmware::FourTuple;
 use iwnic_host_driver::{ConnParam, DeviceConfig, Errno, EventKind, IdState};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, ETIMEDOUT};
 use iwnic_proto::mpa::{MAX_PRIVATE_DATA, V2_BLOCK_LEN};
 use iwnic_testbench::link::LinkConfig;
-use iwnic_testbench::sim::{SimConfig, B_IP};
+use iwnic_testbench::model::flow_table_bucket;
+use iwnic_testbench::sim::{SimConfig, A_IP, B_IP};
 
 #[test]
 fn accept_from_the_handler_then_data_both_ways_and_a_graceful_close() {
@@ -346,4 +348,59 @@ fn accept_rejects_parameters_beyond_the_device() {
     p.a.expect(EventKind::ConnectReply, -ECONNRESET);
     p.b.quiet();
     p.stop();
+}
+
+/// The datapath's flow table keeps a tuple in its bucket of four ways. A fifth connection
+/// whose tuple falls in a bucket four others fill cannot be carried: B's accept fails
+/// with -ENOMEM and the NIC resets it (A's one CONNECT_REPLY says so). Once one of the
+/// four has closed, the same tuple connects. A picks its local ports so that B's tuples
+/// share a bucket.
+#[test]
+fn a_tuple_whose_flow_table_bucket_is_full_fails_the_accept() {
+    let p = Pair::new();
+    let _listener = p.b.sitting_listener(PORT, 8);
+    let b_tuple = |a_port| FourTuple {
+        local_ip: B_IP,
+        local_port: PORT,
+        remote_ip: A_IP,
+        remote_port: a_port,
+    };
+    let bucket = flow_table_bucket(&b_tuple(50_000));
+    let ports: Vec<u16> = (50_000..)
+        .filter(|&port| flow_table_bucket(&b_tuple(port)) == bucket)
+        .take(5)
+        .collect();
+    let connect_from = |port| {
+        let id = p.a.id(report_only());
+        id.set_local_addr(addr(A_IP, port)).unwrap();
+        id.set_remote_addr(p.b_addr()).unwrap();
+        id.connect(&param(b"")).expect("connect");
+        let (child, _) = p.b.expect(EventKind::ConnectRequest, 0);
+        (id, child)
+    };
+    let mut carried = vec![];
+    for &port in &ports[..4] {
+        let (a_id, child) = connect_from(port);
+        child.accept(&param(b"")).unwrap();
+        p.b.expect(EventKind::Established, 0);
+        p.a.expect(EventKind::ConnectReply, 0);
+        carried.push((a_id, child));
+    }
+    let (refused, child) = connect_from(ports[4]);
+    assert_eq!(child.accept(&param(b"")), Err(Errno::ENOMEM));
+    let (id, _) = p.a.expect(EventKind::ConnectReply, -ECONNRESET);
+    assert_eq!(id, refused);
+    p.b.quiet();
+
+    let (a_id, _) = carried.remove(0);
+    a_id.disconnect(false).unwrap();
+    p.a.expect(EventKind::Close, 0);
+    p.b.expect(EventKind::Close, 0);
+    let (_, child) = connect_from(ports[4]);
+    child.accept(&param(b"")).unwrap();
+    p.b.expect(EventKind::Established, 0);
+    p.a.expect(EventKind::ConnectReply, 0);
+    let report = p.stop();
+    assert_eq!(report.b.firmware.flow_table_full, 1);
+    assert_eq!(report.b.datapath.flow_table_full, 1);
 }

@@ -12,8 +12,8 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Ipv4Address, TcpControl, TcpRepr, TcpSeqNumber};
 
 use crate::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Hal,
-    Nic, TxSlot,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite,
+    FourTuple, Hal, Nic, TxSlot,
 };
 
 /// Largest frame of the scenario: an MPA frame with a little private data, plus headers.
@@ -296,11 +296,14 @@ impl Nic for MemoryOut {
     fn push_record(&mut self, len: usize) {
         self.records.commit(len);
     }
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
-        if let Some(slot) = self.flows.get_mut(usize::from(flow.index)) {
-            *slot = Some(*flow);
-            self.acks_on_write += usize::from(write == FlowWrite::InstallAndAcknowledge);
-        }
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
+        let slot = self
+            .flows
+            .get_mut(usize::from(flow.index))
+            .ok_or(FlowTableFull)?;
+        *slot = Some(*flow);
+        self.acks_on_write += usize::from(write == FlowWrite::InstallAndAcknowledge);
+        Ok(())
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
         *self.flows.get(usize::from(index))?

@@ -2,11 +2,11 @@
 //! time all in the test's hands), a scripted TCP peer, and MPA frame builders.
 #![allow(dead_code)] // each test file uses its own part of the fixtures
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use iwnic_firmware::{
-    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Hal,
-    Nic, TxSlot,
+    Config, Counters, Firmware, FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite,
+    FourTuple, Hal, Nic, TxSlot,
 };
 use iwnic_proto::ddp::{Body, MessageRepr};
 use iwnic_proto::fpdu::FpduRepr;
@@ -74,7 +74,10 @@ impl ScriptedHal {
     pub fn arrive(&mut self, frame: Vec<u8>) {
         if let Ok((descriptor, payload)) = RxDescriptor::parse(&frame) {
             let tuple = FourTuple::of_received(&descriptor);
-            let flow = self.nic.flows.values_mut().find(|f| f.tuple == tuple);
+            let unsteered = &self.nic.unsteered;
+            let flow = (self.nic.flows.iter_mut())
+                .find(|(index, f)| f.tuple == tuple && !unsteered.contains(index))
+                .map(|(_, f)| f);
             if let Some(flow) = flow {
                 if let Some(rtr) = flow.take_rtr(&descriptor, payload) {
                     let (index, ack) = (flow.index, datapath_ack(flow));
@@ -112,6 +115,12 @@ pub struct ScriptedNic {
     /// Room in the host queue (records the firmware may push before the host drains).
     pub host_room: usize,
     pub flows: BTreeMap<u16, FlowContext>,
+    /// The flow table has no room for another tuple (its bucket is full of others): a
+    /// write of a flow whose tuple it does not hold writes the context, and fails.
+    pub flow_table_full: bool,
+    /// Flows written while the table had no room for their tuple: the datapath does not
+    /// steer their frames to them.
+    pub unsteered: BTreeSet<u16>,
     pub flow_writes: Vec<FlowContext>,
     pub flow_removes: Vec<u16>,
     pub flow_events: VecDeque<FlowEvent>,
@@ -177,18 +186,29 @@ impl Nic for ScriptedNic {
         );
         self.records.push(self.record_buffer.0[..len].to_vec());
     }
-    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) {
+    fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
+        let held = (self.flows.iter())
+            .any(|(index, f)| f.tuple == flow.tuple && !self.unsteered.contains(index));
+        let installed = match held || !self.flow_table_full {
+            true => Ok(()),
+            false => Err(FlowTableFull),
+        };
+        if installed.is_err() {
+            self.unsteered.insert(flow.index);
+        }
         self.flows.insert(flow.index, *flow);
         self.flow_writes.push(*flow);
         if write == FlowWrite::InstallAndAcknowledge {
             self.tx.push(datapath_ack(flow));
         }
+        installed
     }
     fn read_flow(&mut self, index: u16) -> Option<FlowContext> {
         self.flows.get(&index).copied()
     }
     fn remove_flow(&mut self, index: u16) {
         self.flows.remove(&index);
+        self.unsteered.remove(&index);
         self.flow_removes.push(index);
     }
     fn receive_flow_event(&mut self) -> Option<FlowEvent> {
