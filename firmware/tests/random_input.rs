@@ -48,6 +48,8 @@ enum Op {
     Release(usize),
     RawCommand(Vec<u8>),
     Report(u16, u8),
+    /// The datapath's flow table has room for new tuples, or none (their buckets full).
+    FlowTableFull(bool),
     Advance(u16),
 }
 
@@ -89,6 +91,7 @@ fn op() -> impl Strategy<Value = Op> {
         handle.prop_map(Op::Release),
         proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::RawCommand),
         (0u16..64, any::<u8>()).prop_map(|(i, k)| Op::Report(i, k)),
+        any::<bool>().prop_map(Op::FlowTableFull),
         (0u16..15_000).prop_map(Op::Advance),
     ]
 }
@@ -342,6 +345,7 @@ impl Run {
                 b.hal.flow_events.push_back(FlowEvent { index, kind });
                 b.poll();
             }
+            Op::FlowTableFull(full) => b.hal.flow_table_full = full,
             Op::Advance(ms) => {
                 b.now_ms += i64::from(ms);
                 b.poll();
