@@ -42,10 +42,13 @@ pub struct Config {
     pub time_wait: Duration,
     /// Longest wait in FIN_WAIT_2 for the peer's FIN.
     pub fin_wait_2_timeout: Duration,
-    /// Shortest time between two challenge ACKs of one connection (RFC 5961 §7), so
-    /// spoofed SYNs and RSTs cannot make it send an ACK each (Linux's
-    /// `tcp_invalid_ratelimit`: 500 ms).
-    pub challenge_ack_interval: Duration,
+    /// Shortest time between two ACKs one connection sends to answer invalid segments:
+    /// challenge ACKs (RFC 5961 §7), and duplicate ACKs to segments without data or FIN
+    /// outside the window. Spoofed SYNs, RSTs and ACKs cannot make it send an ACK each,
+    /// and two ends that disagree on the window cannot ACK each other in a loop. Data
+    /// always gets its ACK, which the peer's recovery needs. Linux's
+    /// `tcp_invalid_ratelimit`, one interval per socket for both: 500 ms.
+    pub invalid_ack_interval: Duration,
     /// Largest IRD/ORD the device supports (accept/connect beyond it: -EINVAL).
     pub max_ird: u16,
     pub max_ord: u16,
@@ -82,7 +85,7 @@ impl Default for Config {
             data_retries: 8,
             time_wait: Duration::from_secs(60),
             fin_wait_2_timeout: Duration::from_secs(60),
-            challenge_ack_interval: Duration::from_millis(500),
+            invalid_ack_interval: Duration::from_millis(500),
             max_ird: 64,
             max_ord: 64,
             half_open_limit: 128,

@@ -40,8 +40,12 @@ counters! {
     /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
     /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
     syns_challenged,
-    /// Challenge ACKs not sent: one had gone within the connection's interval.
+    /// Challenge ACKs not sent: an ACK to an invalid segment had gone within the
+    /// connection's interval.
     challenge_acks_limited,
+    /// Duplicate ACKs not sent to segments without data or FIN outside the window: an ACK
+    /// to an invalid segment had gone within the connection's interval.
+    duplicate_acks_limited,
     /// Control segments and stream bytes sent again after a timeout.
     retransmissions,
     /// RST segments received that reset a connection.

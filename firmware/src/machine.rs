@@ -107,8 +107,9 @@ pub(crate) struct Conn {
     /// End of the state's own timer (MPA timeouts, the delayed ACK of the request,
     /// TIME_WAIT, FIN_WAIT_2), ms.
     pub phase_deadline: u32,
-    /// When the last challenge ACK went, ms (see [`Config::challenge_ack_interval`]).
-    pub challenged_at: u32,
+    /// When the last ACK answering an invalid segment went, ms (see
+    /// [`Config::invalid_ack_interval`]).
+    pub invalid_acked_at: u32,
     pub neg: Negotiation,
 }
 
@@ -145,7 +146,7 @@ impl Conn {
         rcv_nxt: 0,
         rto: 0,
         phase_deadline: 0,
-        challenged_at: 0,
+        invalid_acked_at: 0,
         neg: Negotiation {
             revision: 0,
             enhanced: false,
@@ -299,7 +300,7 @@ pub(crate) struct Timeouts {
     pub rto_max: u32,
     pub time_wait: u32,
     pub fin_wait_2: u32,
-    pub challenge_ack: u32,
+    pub invalid_ack: u32,
 }
 
 impl Timeouts {
@@ -328,7 +329,7 @@ impl Timeouts {
             rto_max: ms(config.rto_max),
             time_wait: ms(config.time_wait),
             fin_wait_2: ms(config.fin_wait_2_timeout),
-            challenge_ack: ms(config.challenge_ack_interval),
+            invalid_ack: ms(config.invalid_ack_interval),
         }
     }
 }
@@ -653,8 +654,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             tuple,
             remote_mac,
             rto: self.timeouts.rto_initial,
-            // The first challenge ACK may go at once.
-            challenged_at: self.now_ms.wrapping_sub(self.timeouts.challenge_ack),
+            // The first ACK to an invalid segment may go at once.
+            invalid_acked_at: self.now_ms.wrapping_sub(self.timeouts.invalid_ack),
             ..Conn::FREE
         };
         self.live += 1;

@@ -293,12 +293,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let offset = seq_diff(seg.seq, self.conns[i].rcv_nxt);
         if offset > 0 {
             self.counters.segments_out_of_order += 1;
-            return self.send_ack(nic, i);
+            return self.duplicate_ack(nic, i, seg);
         }
         let skip = offset.unsigned_abs() as usize;
         let Some(payload) = seg.payload.get(skip..) else {
             // Entirely old, FIN included: our ACK was lost; send it again.
-            return self.send_ack(nic, i);
+            return self.duplicate_ack(nic, i, seg);
         };
         if payload.is_empty() && !fin {
             if skip > 0 {
@@ -321,18 +321,42 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
+    /// Whether an ACK answering an invalid segment of connection `i` may go now, one per
+    /// [`crate::Config::invalid_ack_interval`]; if it may, the interval starts again.
+    fn invalid_ack_allowed(&mut self, i: usize) -> bool {
+        let c = &mut self.conns[i];
+        if self.now_ms.wrapping_sub(c.invalid_acked_at) < self.timeouts.invalid_ack {
+            return false;
+        }
+        c.invalid_acked_at = self.now_ms;
+        true
+    }
+
+    /// The duplicate ACK to a segment outside the window, or entirely old: always for one
+    /// with data or FIN (the peer's recovery needs it), else at most one per interval
+    /// (Linux's `tcp_oow_rate_limited`), so two ends that disagree on the window cannot
+    /// ACK each other in a loop, nor can forged ACKs draw one each. Cold.
+    #[cold]
+    fn duplicate_ack<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
+        if seg.segment_len() == 0 && !self.invalid_ack_allowed(i) {
+            self.counters.duplicate_acks_limited += 1;
+            return;
+        }
+        self.send_ack(nic, i);
+    }
+
     /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN): our next sequence
     /// number and `rcv_nxt`, the datapath's on a flow it carries, so a peer that really
     /// lost the connection answers with an RST at exactly `rcv_nxt`. At most one per
-    /// [`crate::Config::challenge_ack_interval`] (§7); `false` when none went. Cold:
+    /// [`crate::Config::invalid_ack_interval`] (§7); `false` when none went. Cold:
     /// peers do not send these on a connection they hold.
     #[cold]
     fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) -> bool {
-        let c = &self.conns[i];
-        if self.now_ms.wrapping_sub(c.challenged_at) < self.timeouts.challenge_ack {
+        if !self.invalid_ack_allowed(i) {
             self.counters.challenge_acks_limited += 1;
             return false;
         }
+        let c = &self.conns[i];
         // On a flow the datapath carries, the window its ACKs advertise.
         let window = match c.datapath_numbers_current() {
             true => u16::MAX,
@@ -340,7 +364,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         let (tuple, remote_mac) = (c.tuple, c.remote_mac);
         let (seq, ack) = self.current_numbers(nic, i);
-        self.conns[i].challenged_at = self.now_ms;
         self.send_stray(
             nic,
             &tuple,
@@ -377,7 +400,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let old = offset < 0 && seg.segment_len() <= offset.unsigned_abs();
         if !c.datapath_numbers_current() && (offset > 0 || old) {
             self.counters.segments_out_of_order += 1;
-            return self.send_ack(nic, i);
+            return self.duplicate_ack(nic, i, seg);
         }
         self.counters.segments_without_ack += 1;
     }

@@ -917,6 +917,46 @@ mod await_request {
         assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
     }
 
+    /// Bare segments outside the window draw one duplicate ACK per interval, sharing it
+    /// with challenge ACKs (Linux's `tcp_invalid_ratelimit`); data and FIN outside it
+    /// always get theirs.
+    #[test]
+    fn duplicate_acks_to_bare_segments_outside_the_window_are_limited() {
+        let mut bench = Bench::default();
+        let mut peer = handshake(&mut bench);
+        let ahead = peer.at(peer.snd_nxt + 10);
+        let behind = peer.at(peer.snd_nxt - 4);
+        for _ in 0..5 {
+            bench.deliver(ahead.again(TcpControl::None, ahead.snd_nxt, &[]));
+            bench.deliver(behind.again(TcpControl::None, behind.snd_nxt, &[]));
+            bench.deliver(ahead.without_ack(TcpControl::None, &[]));
+        }
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.counters().duplicate_acks_limited, 14);
+        // The interval is the challenge ACKs' too.
+        bench.deliver(peer.again(TcpControl::Syn, peer.snd_nxt, &[]));
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.counters().challenge_acks_limited, 1);
+        // Data and FIN are answered every time.
+        for _ in 0..3 {
+            bench.deliver(ahead.again(TcpControl::Psh, ahead.snd_nxt, b"ahead"));
+            bench.deliver(behind.again(TcpControl::Psh, behind.snd_nxt, b"old"));
+            bench.deliver(behind.again(TcpControl::Fin, behind.snd_nxt - 1, &[]));
+        }
+        let acks = bench.sent();
+        assert_eq!(acks.len(), 9);
+        assert!(acks
+            .iter()
+            .all(|a| a.kind() == "ACK" && a.ack == Some(peer.snd_nxt)));
+        // Once the interval has passed, the next bare one is answered again.
+        bench.advance(500);
+        bench.deliver(ahead.again(TcpControl::None, ahead.snd_nxt, &[]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.counters().duplicate_acks_limited, 14);
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
     #[test]
     fn bytes_without_ack_outside_the_window_get_an_ack() {
         let mut bench = Bench::default();
