@@ -81,3 +81,33 @@ fn tcp_rx_lints_clean() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// No block reads back a flip-flop's input in the expression it assigns to that input
+/// (`x.d.next = x.d.val() ...`). A DFF's `d` is an input signal: RustHDL's simulator
+/// gives the value before the update, the generated Verilog (blocking assignments) the
+/// one just assigned, so the two engines settle on different values. (Reading another
+/// flip-flop's input is fine: the simulator updates until nothing changes.) `nic_top`'s
+/// `bank_busy` did this once, dropping a bank filled in the cycle of a release on
+/// RustHDL only.
+#[test]
+fn no_block_reads_back_a_flip_flops_input_where_it_assigns_it() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = vec![];
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for statement in text.split(';') {
+            let Some((target, value)) = statement.split_once(".d.next =") else {
+                continue;
+            };
+            let name = target.rsplit("self.").next().unwrap_or_default();
+            if value.contains(&format!("self.{name}.d.val()")) {
+                offenders.push(format!("{}: {}", path.display(), statement.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "flip-flop inputs read back where they are assigned (use a local signal): {offenders:#?}"
+    );
+}
