@@ -109,6 +109,9 @@ struct IdEntry {
     call_in_flight: bool,
     /// CONN_RECV after a successful accept, until ESTABLISHED.
     accepted: bool,
+    /// `Some(abrupt)`: a disconnect asked for on the dispatch thread while `accepted`,
+    /// sent when the ESTABLISHED is dispatched (see [`CmId::disconnect`]).
+    deferred_disconnect: Option<bool>,
     /// The NIC has seen a connect for this id: it gets no second one (**stricter**;
     /// CLOSE is an id's last event, rule 6).
     connect_sent: bool,
@@ -524,35 +527,45 @@ impl CmId {
     /// connect in flight to settle and, after an accept, for its ESTABLISHED to be
     /// dispatched (the kernel's connect wait): a disconnect between the two acts on the
     /// established connection rather than finding it still CONN_RECV; -ETIMEDOUT, having
-    /// done nothing, if it does not come within the command timeout. On the dispatch
-    /// thread, which delivers that ESTABLISHED, it does not wait for it (a no-op there).
+    /// done nothing, if it does not come within the command timeout.
+    ///
+    /// On the dispatch thread, which delivers that ESTABLISHED, waiting would deadlock
+    /// (as it would in the kernel). There the disconnect is deferred: it returns 0 and is
+    /// sent when the ESTABLISHED is dispatched, before its handler runs; abrupt if any of
+    /// the disconnects asked for meanwhile was. Before the handler, because the
+    /// application asked for it first: the ESTABLISHED handler finds the id CLOSING, as
+    /// it may when a disconnect waiting on another thread goes ahead while that handler
+    /// runs, and whatever the handler then does is CLOSING's ordinary business. The
+    /// application sees ESTABLISHED, then CLOSE. If the id lets go of the connection
+    /// first (destroyed, or a handler's non-zero return), nothing is sent.
     pub fn disconnect(&self, abrupt: bool) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
         t.entry_mut(self.key)?;
-        let on_dispatch_thread = t.dispatch_thread == Some(thread::current().id());
         // A call in flight ends within its own timeout; the ESTABLISHED after an accept
         // is waited for as long as a command's answer would be.
         t = shared.wait_while(t, |t| {
             !t.down && t.ids.get(&self.key).is_some_and(|e| e.call_in_flight)
         });
-        let awaiting_established = |t: &mut Table| {
-            !t.down
-                && t.ids.get(&self.key).is_some_and(|e| {
-                    e.state == IdState::ConnRecv && e.accepted && !on_dispatch_thread
-                })
-        };
-        let (guard, _) = shared
-            .changed
-            .wait_timeout_while(t, shared.config.command_timeout, awaiting_established)
-            .unwrap_or_else(|e| e.into_inner());
-        t = guard;
+        if t.dispatch_thread != Some(thread::current().id()) {
+            let awaiting_established = |t: &mut Table| {
+                !t.down
+                    && t.ids
+                        .get(&self.key)
+                        .is_some_and(|e| e.state == IdState::ConnRecv && e.accepted)
+            };
+            let (guard, _) = shared
+                .changed
+                .wait_timeout_while(t, shared.config.command_timeout, awaiting_established)
+                .unwrap_or_else(|e| e.into_inner());
+            t = guard;
+            if awaiting_established(&mut t) {
+                // The NIC never raised it: nothing was disconnected.
+                return Err(Errno::ETIMEDOUT);
+            }
+        }
         if t.down {
             return Err(Errno::ENODEV);
-        }
-        if awaiting_established(&mut t) {
-            // The NIC never raised it: nothing was disconnected.
-            return Err(Errno::ETIMEDOUT);
         }
         let entry = t.entry_mut(self.key)?;
         let conn = match (entry.state, entry.nic) {
@@ -562,6 +575,13 @@ impl CmId {
                 conn
             }
             (IdState::ConnSent, NicObject::Connection(conn)) => conn,
+            // Accepted and still waiting for ESTABLISHED: only on the dispatch thread.
+            (IdState::ConnRecv, _) if entry.accepted => {
+                // An abrupt ask wins over a graceful one, whichever came first.
+                let abrupt = abrupt || entry.deferred_disconnect == Some(true);
+                entry.deferred_disconnect = Some(abrupt);
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         let (_t, result) = shared.execute(t, None, Command::Disconnect { conn, abrupt });
@@ -664,6 +684,7 @@ impl Table {
                 nic: NicObject::None,
                 call_in_flight: false,
                 accepted: false,
+                deferred_disconnect: None,
                 connect_sent: false,
             },
         );
@@ -690,6 +711,8 @@ impl Table {
         }
         entry.state = IdState::Idle;
         entry.accepted = false;
+        // The connection a deferred disconnect was for is gone: nothing is sent.
+        entry.deferred_disconnect = None;
     }
 
     fn new_tag(&mut self) -> u32 {
@@ -791,12 +814,13 @@ impl Table {
 
 /// What the dispatcher does with one queued event.
 enum Delivery {
-    /// Run `handler` for `id`.
+    /// Run `handler` for `id`, after sending `deferred_disconnect`.
     Handler {
         id: IdKey,
         listener: Option<IdKey>,
         handler: Handler,
         event: CmEvent,
+        deferred_disconnect: Option<Command<'static>>,
     },
     /// Nothing to run; maybe a command to send (a request nobody can take is rejected).
     Nothing(Option<Command<'static>>),
@@ -1095,12 +1119,23 @@ impl Shared {
                     listener,
                     handler,
                     event,
+                    deferred_disconnect,
                 } => {
+                    // Running from here on, so a destroy elsewhere waits for the handler
+                    // even while the deferred disconnect is answered.
                     t.running = Some(Running { id, listener });
                     drop(t);
                     // The event may have moved the id on (ESTABLISHED after an accept):
                     // a disconnect waiting for that goes ahead while the handler runs.
                     self.changed.notify_all();
+                    if let Some(disconnect) = deferred_disconnect {
+                        let (t, result) = self.execute(self.lock(), None, disconnect);
+                        drop(t);
+                        if let Err(errno) = result {
+                            // Its caller got 0 long ago; the CLOSE still ends the id.
+                            tracing::warn!(%id, ?disconnect, %errno, "deferred disconnect failed");
+                        }
+                    }
                     let cm_id = self.id(id);
                     let outcome = catch_unwind(AssertUnwindSafe(|| handler(&cm_id, &event)))
                         .unwrap_or_else(|_| {
@@ -1171,6 +1206,7 @@ impl Shared {
         };
         // Rule 9: the API's CONNECT_REPLY and ESTABLISHED carry local ORD in `ird`.
         (delivered.ird, delivered.ord) = (delivered.ord, delivered.ird);
+        let mut deferred_disconnect = None;
         // (deliver to the handler, the id lets go of its connection)
         let (deliver, ends) = match (kind, entry.state) {
             (EventKind::ConnectReply, IdState::ConnSent) => {
@@ -1182,8 +1218,14 @@ impl Shared {
                 (true, status != 0)
             }
             (EventKind::Established, IdState::ConnRecv) if entry.accepted => {
-                entry.state = IdState::Established;
                 entry.accepted = false;
+                entry.state = match entry.deferred_disconnect.take() {
+                    Some(abrupt) => {
+                        deferred_disconnect = Some(Command::Disconnect { conn, abrupt });
+                        IdState::Closing
+                    }
+                    None => IdState::Established,
+                };
                 (true, false)
             }
             (EventKind::Disconnect, IdState::Established) => {
@@ -1215,6 +1257,7 @@ impl Shared {
             listener: None,
             handler,
             event: delivered,
+            deferred_disconnect,
         }
     }
 
@@ -1267,6 +1310,7 @@ impl Shared {
             listener: Some(listener_key),
             handler,
             event,
+            deferred_disconnect: None,
         }
     }
 }
