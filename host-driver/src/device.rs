@@ -28,7 +28,7 @@ use crate::cm::{
     IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE, IB_QP_ACCESS_FLAGS, IB_QP_STATE,
     MAX_PRIVATE_DATA,
 };
-use crate::errno::{Errno, Result};
+use crate::errno::{Errno, Result, EIO};
 use crate::transport::{Transport, TransportError};
 
 /// Settings of one opened device.
@@ -76,6 +76,10 @@ pub struct DriverStats {
     /// Listeners and connections the NIC created for a call that had already timed out,
     /// released at once.
     pub orphans_released: u64,
+    /// Listener and connection handles the NIC gave out (in a completion or a
+    /// CONNECT_REQUEST) while another id still held them: the holder kept its handle,
+    /// the newcomer was refused.
+    pub duplicate_handles: u64,
     /// Handlers that panicked (treated as a non-zero return).
     pub handler_panics: u64,
 }
@@ -721,45 +725,95 @@ impl Table {
         tag
     }
 
+    /// `key` holds `object` from now on: the events naming it reach `key`. The caller
+    /// made sure no other id holds it ([`Table::handle_in_use`]).
+    fn attach(&mut self, key: IdKey, object: NicObject) {
+        match object {
+            NicObject::Listener(listener) => {
+                self.by_listener.insert(listener, key);
+            }
+            NicObject::Connection(conn) => {
+                self.by_conn.insert(conn, key);
+            }
+            NicObject::None => {}
+        }
+        if let Some(entry) = self.ids.get_mut(&key) {
+            entry.nic = object;
+        }
+    }
+
+    /// Whether another id still holds the handle of `object`, which the NIC just named as
+    /// new (`named_by` says where): then the NIC gave the handle out twice, a protocol
+    /// break, counted and logged here. Every path that takes a new handle asks this one
+    /// check. The holder keeps its handle: giving it to the newcomer would orphan the
+    /// holder (its events, CLOSE included, would reach the newcomer), and ending the
+    /// newcomer's object (an Unlisten, Release or Reject naming the handle) would end the
+    /// holder's, which the NIC cannot tell apart from it. So the newcomer is refused with
+    /// nothing sent: a Listen or Connect fails, a late success is not undone, a
+    /// CONNECT_REQUEST is dropped.
+    fn handle_in_use(&mut self, object: NicObject, named_by: impl std::fmt::Debug) -> bool {
+        let holder = match object {
+            NicObject::Listener(listener) => self.by_listener.get(&listener),
+            NicObject::Connection(conn) => self.by_conn.get(&conn),
+            NicObject::None => None,
+        };
+        let Some(&holder) = holder else {
+            return false;
+        };
+        self.stats.duplicate_handles += 1;
+        tracing::error!(
+            ?object,
+            %holder,
+            ?named_by,
+            "the NIC gave out a handle an id still holds: the holder keeps it"
+        );
+        true
+    }
+
     /// Apply a completion's effect on its id, so the events behind it find the id ready.
     /// Returns a command that undoes a late success nobody waits for.
     fn complete(&mut self, completion: Completion) -> Option<Command<'static>> {
-        let Some(pending) = self.pending.get_mut(&completion.tag) else {
+        let Some(pending) = self.pending.get(&completion.tag) else {
             self.stats.unmatched_completions += 1;
             tracing::error!(tag = completion.tag, "completion for no command");
             return None;
         };
-        if pending.abandoned {
-            let pending = self.pending.remove(&completion.tag)?;
-            if completion.status != 0 {
-                return None;
+        let (kind, id, abandoned) = (pending.kind, pending.id, pending.abandoned);
+        // What a successful Listen or Connect made on the NIC.
+        let created = match (kind, completion.status) {
+            (CommandKind::Listen, 0) => NicObject::Listener(completion.handle),
+            (CommandKind::Connect, 0) => NicObject::Connection(completion.handle),
+            _ => NicObject::None,
+        };
+        let duplicate = self.handle_in_use(created, kind);
+        if abandoned {
+            self.pending.remove(&completion.tag);
+            if duplicate {
+                return None; // the holder's: undoing it would end the holder's object
             }
-            let undo = match pending.kind {
-                CommandKind::Listen => Command::Unlisten {
-                    listener: completion.handle,
-                },
-                CommandKind::Connect => Command::Release {
-                    conn: completion.handle,
-                },
-                _ => return None,
+            let undo = match created {
+                NicObject::Listener(listener) => Command::Unlisten { listener },
+                NicObject::Connection(conn) => Command::Release { conn },
+                NicObject::None => return None,
             };
             self.stats.orphans_released += 1;
             tracing::warn!(?undo, "NIC completed a call that had timed out: undoing it");
             return Some(undo);
         }
-        pending.completion = Some(completion);
-        let (kind, id) = (pending.kind, pending.id);
+        // A duplicate handle fails the call with -EIO: the call was sound and the NIC
+        // broke its protocol, which is what the kernel's drivers answer a device's
+        // nonsensical reply with (-EADDRINUSE or -EBUSY would blame the request). The id
+        // then goes IDLE as after any failed listen or connect.
+        let status = if duplicate { -EIO } else { completion.status };
+        let pending = self.pending.get_mut(&completion.tag)?;
+        pending.completion = Some(Completion {
+            status,
+            ..completion
+        });
         let key = id?;
         let entry = self.ids.get_mut(&key)?;
-        match (kind, completion.status) {
-            (CommandKind::Listen, 0) => {
-                entry.nic = NicObject::Listener(completion.handle);
-                self.by_listener.insert(completion.handle, key);
-            }
-            (CommandKind::Connect, 0) => {
-                entry.nic = NicObject::Connection(completion.handle);
-                self.by_conn.insert(completion.handle, key);
-            }
+        match (kind, status) {
+            (CommandKind::Listen | CommandKind::Connect, 0) => self.attach(key, created),
             (CommandKind::Accept, 0) => entry.accepted = true,
             (CommandKind::Listen | CommandKind::Connect | CommandKind::Accept, _) => {
                 self.forget(key)
@@ -1274,12 +1328,7 @@ impl Shared {
             conn,
             private_data: &[],
         }));
-        if let Some(&owner) = t.by_conn.get(&conn) {
-            // The NIC names a connection an id still holds: a protocol break. Taking it
-            // would orphan that id (its CLOSE would go to the new one), rejecting it
-            // would end that id's connection: dropped and counted.
-            t.stats.unexpected_events += 1;
-            tracing::error!(conn, %owner, "CONNECT_REQUEST for a live connection: dropped");
+        if t.handle_in_use(NicObject::Connection(conn), EventKind::ConnectRequest) {
             return Delivery::Nothing(None);
         }
         let Some(&listener_key) = t.by_listener.get(&listener) else {
@@ -1301,10 +1350,9 @@ impl Shared {
             return reject;
         };
         let entry = t.ids.get_mut(&child).expect("just inserted");
-        entry.nic = NicObject::Connection(conn);
         entry.local_addr = Some(event.local_addr);
         entry.remote_addr = Some(event.remote_addr);
-        t.by_conn.insert(conn, child);
+        t.attach(child, NicObject::Connection(conn));
         Delivery::Handler {
             id: child,
             listener: Some(listener_key),

@@ -84,6 +84,8 @@ struct Model {
     listen_status: i32,
     /// CONNECT_REPLY status pushed right after a Connect completes; `None`: the test does.
     auto_connect_reply: Option<i32>,
+    /// The handle to give out next instead of a new one (see [`FakeNic::reuse_handle`]).
+    reused_handle: Option<u32>,
 }
 
 pub struct FakeNic {
@@ -109,6 +111,7 @@ impl FakeNic {
             answer: Answer::Now,
             listen_status: 0,
             auto_connect_reply: Some(0),
+            reused_handle: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, commands) = channel();
@@ -139,6 +142,12 @@ impl FakeNic {
 
     pub fn set_auto_connect_reply(&self, status: Option<i32>) {
         self.lock().auto_connect_reply = status;
+    }
+
+    /// Give out `handle` again as the next new handle (a Listen's, a Connect's or a
+    /// connect request's), as a confused NIC would.
+    pub fn reuse_handle(&self, handle: u32) {
+        self.lock().reused_handle = Some(handle);
     }
 
     /// Answer the commands held so far, in order, and go back to answering at once.
@@ -276,7 +285,8 @@ impl FakeNic {
         seq
     }
 
-    /// The handle the fake NIC gave out last (a Listen's or a Connect's).
+    /// The newest handle the fake NIC made (a Listen's or a Connect's; one given out
+    /// again by [`FakeNic::reuse_handle`] is not new).
     pub fn last_handle(&self) -> u32 {
         self.lock().next_handle - 1
     }
@@ -297,6 +307,9 @@ impl Drop for FakeNic {
 
 impl Model {
     fn new_handle(&mut self) -> u32 {
+        if let Some(handle) = self.reused_handle.take() {
+            return handle;
+        }
         let handle = self.next_handle;
         self.next_handle += 1;
         handle
