@@ -380,9 +380,8 @@ fn disconnect_gives_up_waiting_for_established_after_the_command_timeout() {
 
 /// A listener whose CONNECT_REQUEST handler accepts and then, still holding the dispatch
 /// thread that must deliver the ESTABLISHED, disconnects once for each of `asks` (abrupt
-/// or not, in order) and returns `request_outcome`. Every handler reports its event and
-/// the id's state as it starts on the third value; the second is what handlers saw.
-/// Returns the connection's handle.
+/// or not, in order) and returns `request_outcome`. Returns the connection's handle, what
+/// the handlers saw, and each handler's event with the id's state as the handler started.
 fn accepting_then_disconnecting(
     h: &Harness,
     asks: &'static [bool],
@@ -406,16 +405,6 @@ fn accepting_then_disconnecting(
     });
     let conn = h.nic.connect_request(handle, b"");
     (conn, seen, states)
-}
-
-/// The commands the NIC received on `conn`, with their abrupt flags.
-fn commands_on(h: &Harness, conn: u32) -> Vec<(CommandKind, bool)> {
-    h.nic
-        .received()
-        .into_iter()
-        .filter(|c| c.handle == conn)
-        .map(|c| (c.kind, c.abrupt))
-        .collect()
 }
 
 /// The statuses the disconnect calls in `id`'s trace returned, in order.
@@ -464,7 +453,7 @@ fn disconnect_on_the_dispatch_thread_after_accept_is_sent_with_established() {
         ]
     );
     assert_eq!(
-        commands_on(&h, conn),
+        h.nic.commands_on(conn),
         [
             (CommandKind::Accept, false),
             (CommandKind::Disconnect, false)
@@ -513,7 +502,7 @@ fn an_abrupt_disconnect_wins_over_a_graceful_one_while_deferred() {
             "{asks:?}"
         );
         assert_eq!(
-            commands_on(&h, conn),
+            h.nic.commands_on(conn),
             [
                 (CommandKind::Accept, false),
                 (CommandKind::Disconnect, true)
@@ -537,7 +526,7 @@ fn a_deferred_disconnect_is_dropped_when_the_id_is_destroyed_first() {
     assert_eq!(child.state(), None);
     assert_eq!(disconnect_returns(&h, &child), [0]);
     assert_eq!(
-        commands_on(&h, conn),
+        h.nic.commands_on(conn),
         [(CommandKind::Accept, false), (CommandKind::Release, false)]
     );
     assert_eq!(

@@ -181,6 +181,12 @@ impl FakeNic {
         self.received_where(|c| (c.handle == handle).then_some(c.kind))
     }
 
+    /// The kinds of the commands on `handle` received so far with their abrupt flags (set
+    /// on an abrupt Disconnect only), in order.
+    pub fn commands_on(&self, handle: u32) -> Vec<(CommandKind, bool)> {
+        self.received_where(|c| (c.handle == handle).then_some((c.kind, c.abrupt)))
+    }
+
     /// What `pick` takes of each command received so far, in order.
     fn received_where<T>(&self, pick: impl FnMut(&Received) -> Option<T>) -> Vec<T> {
         self.lock().received.iter().filter_map(pick).collect()
