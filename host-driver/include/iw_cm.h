@@ -17,6 +17,12 @@
  *   (rule 7): do not destroy it yourself, and do not both destroy it and return non-zero.
  * - iw_destroy_cm_id called from the id's own handler returns at once; the id is freed
  *   and no later handler runs for it.
+ * - iw_cm_disconnect called from a handler on an id whose accept returned but whose
+ *   ESTABLISHED has not been delivered yet does not wait for it (the kernel would
+ *   deadlock there): it returns 0 and the disconnect is sent when the ESTABLISHED is
+ *   delivered, before that handler runs (abrupt if any of the calls asked for it);
+ *   the application sees ESTABLISHED, then CLOSE. Nothing is sent if the id is
+ *   destroyed first. Elsewhere it waits for the ESTABLISHED, as the kernel does.
  * - Private data: the C event carries at most 255 bytes (u8 length, as Linux); accept,
  *   connect and reject send up to 512.
  */

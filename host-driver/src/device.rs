@@ -28,7 +28,7 @@ use crate::cm::{
     IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE, IB_QP_ACCESS_FLAGS, IB_QP_STATE,
     MAX_PRIVATE_DATA,
 };
-use crate::errno::{Errno, Result};
+use crate::errno::{Errno, Result, EIO};
 use crate::transport::{Transport, TransportError};
 
 /// Settings of one opened device.
@@ -76,6 +76,10 @@ pub struct DriverStats {
     /// Listeners and connections the NIC created for a call that had already timed out,
     /// released at once.
     pub orphans_released: u64,
+    /// Listener and connection handles the NIC gave out (in a completion or a
+    /// CONNECT_REQUEST) while another id still held them: the holder kept its handle,
+    /// the newcomer was refused.
+    pub duplicate_handles: u64,
     /// Handlers that panicked (treated as a non-zero return).
     pub handler_panics: u64,
 }
@@ -109,6 +113,9 @@ struct IdEntry {
     call_in_flight: bool,
     /// CONN_RECV after a successful accept, until ESTABLISHED.
     accepted: bool,
+    /// `Some(abrupt)`: a disconnect asked for on the dispatch thread while `accepted`,
+    /// sent when the ESTABLISHED is dispatched (see [`CmId::disconnect`]).
+    deferred_disconnect: Option<bool>,
     /// The NIC has seen a connect for this id: it gets no second one (**stricter**;
     /// CLOSE is an id's last event, rule 6).
     connect_sent: bool,
@@ -524,35 +531,45 @@ impl CmId {
     /// connect in flight to settle and, after an accept, for its ESTABLISHED to be
     /// dispatched (the kernel's connect wait): a disconnect between the two acts on the
     /// established connection rather than finding it still CONN_RECV; -ETIMEDOUT, having
-    /// done nothing, if it does not come within the command timeout. On the dispatch
-    /// thread, which delivers that ESTABLISHED, it does not wait for it (a no-op there).
+    /// done nothing, if it does not come within the command timeout.
+    ///
+    /// On the dispatch thread, which delivers that ESTABLISHED, waiting would deadlock
+    /// (as it would in the kernel). There the disconnect is deferred: it returns 0 and is
+    /// sent when the ESTABLISHED is dispatched, before its handler runs; abrupt if any of
+    /// the disconnects asked for meanwhile was. Before the handler, because the
+    /// application asked for it first: the ESTABLISHED handler finds the id CLOSING, as
+    /// it may when a disconnect waiting on another thread goes ahead while that handler
+    /// runs, and whatever the handler then does is CLOSING's ordinary business. The
+    /// application sees ESTABLISHED, then CLOSE. If the id lets go of the connection
+    /// first (destroyed, or a handler's non-zero return), nothing is sent.
     pub fn disconnect(&self, abrupt: bool) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
         t.entry_mut(self.key)?;
-        let on_dispatch_thread = t.dispatch_thread == Some(thread::current().id());
         // A call in flight ends within its own timeout; the ESTABLISHED after an accept
         // is waited for as long as a command's answer would be.
         t = shared.wait_while(t, |t| {
             !t.down && t.ids.get(&self.key).is_some_and(|e| e.call_in_flight)
         });
-        let awaiting_established = |t: &mut Table| {
-            !t.down
-                && t.ids.get(&self.key).is_some_and(|e| {
-                    e.state == IdState::ConnRecv && e.accepted && !on_dispatch_thread
-                })
-        };
-        let (guard, _) = shared
-            .changed
-            .wait_timeout_while(t, shared.config.command_timeout, awaiting_established)
-            .unwrap_or_else(|e| e.into_inner());
-        t = guard;
+        if t.dispatch_thread != Some(thread::current().id()) {
+            let awaiting_established = |t: &mut Table| {
+                !t.down
+                    && t.ids
+                        .get(&self.key)
+                        .is_some_and(|e| e.state == IdState::ConnRecv && e.accepted)
+            };
+            let (guard, _) = shared
+                .changed
+                .wait_timeout_while(t, shared.config.command_timeout, awaiting_established)
+                .unwrap_or_else(|e| e.into_inner());
+            t = guard;
+            if awaiting_established(&mut t) {
+                // The NIC never raised it: nothing was disconnected.
+                return Err(Errno::ETIMEDOUT);
+            }
+        }
         if t.down {
             return Err(Errno::ENODEV);
-        }
-        if awaiting_established(&mut t) {
-            // The NIC never raised it: nothing was disconnected.
-            return Err(Errno::ETIMEDOUT);
         }
         let entry = t.entry_mut(self.key)?;
         let conn = match (entry.state, entry.nic) {
@@ -562,6 +579,13 @@ impl CmId {
                 conn
             }
             (IdState::ConnSent, NicObject::Connection(conn)) => conn,
+            // Accepted and still waiting for ESTABLISHED: only on the dispatch thread.
+            (IdState::ConnRecv, _) if entry.accepted => {
+                // An abrupt ask wins over a graceful one, whichever came first.
+                let abrupt = abrupt || entry.deferred_disconnect == Some(true);
+                entry.deferred_disconnect = Some(abrupt);
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         let (_t, result) = shared.execute(t, None, Command::Disconnect { conn, abrupt });
@@ -664,6 +688,7 @@ impl Table {
                 nic: NicObject::None,
                 call_in_flight: false,
                 accepted: false,
+                deferred_disconnect: None,
                 connect_sent: false,
             },
         );
@@ -690,6 +715,8 @@ impl Table {
         }
         entry.state = IdState::Idle;
         entry.accepted = false;
+        // The connection a deferred disconnect was for is gone: nothing is sent.
+        entry.deferred_disconnect = None;
     }
 
     fn new_tag(&mut self) -> u32 {
@@ -698,45 +725,95 @@ impl Table {
         tag
     }
 
+    /// `key` holds `object` from now on: the events naming it reach `key`. The caller
+    /// made sure no other id holds it ([`Table::handle_in_use`]).
+    fn attach(&mut self, key: IdKey, object: NicObject) {
+        match object {
+            NicObject::Listener(listener) => {
+                self.by_listener.insert(listener, key);
+            }
+            NicObject::Connection(conn) => {
+                self.by_conn.insert(conn, key);
+            }
+            NicObject::None => {}
+        }
+        if let Some(entry) = self.ids.get_mut(&key) {
+            entry.nic = object;
+        }
+    }
+
+    /// Whether another id still holds the handle of `object`, which the NIC just named as
+    /// new (`named_by` says where): then the NIC gave the handle out twice, a protocol
+    /// break, counted and logged here. Every path that takes a new handle asks this one
+    /// check. The holder keeps its handle: giving it to the newcomer would orphan the
+    /// holder (its events, CLOSE included, would reach the newcomer), and ending the
+    /// newcomer's object (an Unlisten, Release or Reject naming the handle) would end the
+    /// holder's, which the NIC cannot tell apart from it. So the newcomer is refused with
+    /// nothing sent: a Listen or Connect fails, a late success is not undone, a
+    /// CONNECT_REQUEST is dropped.
+    fn handle_in_use(&mut self, object: NicObject, named_by: impl std::fmt::Debug) -> bool {
+        let holder = match object {
+            NicObject::Listener(listener) => self.by_listener.get(&listener),
+            NicObject::Connection(conn) => self.by_conn.get(&conn),
+            NicObject::None => None,
+        };
+        let Some(&holder) = holder else {
+            return false;
+        };
+        self.stats.duplicate_handles += 1;
+        tracing::error!(
+            ?object,
+            %holder,
+            ?named_by,
+            "the NIC gave out a handle an id still holds: the holder keeps it"
+        );
+        true
+    }
+
     /// Apply a completion's effect on its id, so the events behind it find the id ready.
     /// Returns a command that undoes a late success nobody waits for.
     fn complete(&mut self, completion: Completion) -> Option<Command<'static>> {
-        let Some(pending) = self.pending.get_mut(&completion.tag) else {
+        let Some(pending) = self.pending.get(&completion.tag) else {
             self.stats.unmatched_completions += 1;
             tracing::error!(tag = completion.tag, "completion for no command");
             return None;
         };
-        if pending.abandoned {
-            let pending = self.pending.remove(&completion.tag)?;
-            if completion.status != 0 {
-                return None;
+        let (kind, id, abandoned) = (pending.kind, pending.id, pending.abandoned);
+        // What a successful Listen or Connect made on the NIC.
+        let created = match (kind, completion.status) {
+            (CommandKind::Listen, 0) => NicObject::Listener(completion.handle),
+            (CommandKind::Connect, 0) => NicObject::Connection(completion.handle),
+            _ => NicObject::None,
+        };
+        let duplicate = self.handle_in_use(created, kind);
+        if abandoned {
+            self.pending.remove(&completion.tag);
+            if duplicate {
+                return None; // the holder's: undoing it would end the holder's object
             }
-            let undo = match pending.kind {
-                CommandKind::Listen => Command::Unlisten {
-                    listener: completion.handle,
-                },
-                CommandKind::Connect => Command::Release {
-                    conn: completion.handle,
-                },
-                _ => return None,
+            let undo = match created {
+                NicObject::Listener(listener) => Command::Unlisten { listener },
+                NicObject::Connection(conn) => Command::Release { conn },
+                NicObject::None => return None,
             };
             self.stats.orphans_released += 1;
             tracing::warn!(?undo, "NIC completed a call that had timed out: undoing it");
             return Some(undo);
         }
-        pending.completion = Some(completion);
-        let (kind, id) = (pending.kind, pending.id);
+        // A duplicate handle fails the call with -EIO: the call was sound and the NIC
+        // broke its protocol, which is what the kernel's drivers answer a device's
+        // nonsensical reply with (-EADDRINUSE or -EBUSY would blame the request). The id
+        // then goes IDLE as after any failed listen or connect.
+        let status = if duplicate { -EIO } else { completion.status };
+        let pending = self.pending.get_mut(&completion.tag)?;
+        pending.completion = Some(Completion {
+            status,
+            ..completion
+        });
         let key = id?;
         let entry = self.ids.get_mut(&key)?;
-        match (kind, completion.status) {
-            (CommandKind::Listen, 0) => {
-                entry.nic = NicObject::Listener(completion.handle);
-                self.by_listener.insert(completion.handle, key);
-            }
-            (CommandKind::Connect, 0) => {
-                entry.nic = NicObject::Connection(completion.handle);
-                self.by_conn.insert(completion.handle, key);
-            }
+        match (kind, status) {
+            (CommandKind::Listen | CommandKind::Connect, 0) => self.attach(key, created),
             (CommandKind::Accept, 0) => entry.accepted = true,
             (CommandKind::Listen | CommandKind::Connect | CommandKind::Accept, _) => {
                 self.forget(key)
@@ -791,12 +868,13 @@ impl Table {
 
 /// What the dispatcher does with one queued event.
 enum Delivery {
-    /// Run `handler` for `id`.
+    /// Run `handler` for `id`, after sending `deferred_disconnect`.
     Handler {
         id: IdKey,
         listener: Option<IdKey>,
         handler: Handler,
         event: CmEvent,
+        deferred_disconnect: Option<Command<'static>>,
     },
     /// Nothing to run; maybe a command to send (a request nobody can take is rejected).
     Nothing(Option<Command<'static>>),
@@ -1095,12 +1173,23 @@ impl Shared {
                     listener,
                     handler,
                     event,
+                    deferred_disconnect,
                 } => {
+                    // Running from here on, so a destroy elsewhere waits for the handler
+                    // even while the deferred disconnect is answered.
                     t.running = Some(Running { id, listener });
                     drop(t);
                     // The event may have moved the id on (ESTABLISHED after an accept):
                     // a disconnect waiting for that goes ahead while the handler runs.
                     self.changed.notify_all();
+                    if let Some(disconnect) = deferred_disconnect {
+                        let (t, result) = self.execute(self.lock(), None, disconnect);
+                        drop(t);
+                        if let Err(errno) = result {
+                            // Its caller got 0 long ago; the CLOSE still ends the id.
+                            tracing::warn!(%id, ?disconnect, %errno, "deferred disconnect failed");
+                        }
+                    }
                     let cm_id = self.id(id);
                     let outcome = catch_unwind(AssertUnwindSafe(|| handler(&cm_id, &event)))
                         .unwrap_or_else(|_| {
@@ -1171,6 +1260,7 @@ impl Shared {
         };
         // Rule 9: the API's CONNECT_REPLY and ESTABLISHED carry local ORD in `ird`.
         (delivered.ird, delivered.ord) = (delivered.ord, delivered.ird);
+        let mut deferred_disconnect = None;
         // (deliver to the handler, the id lets go of its connection)
         let (deliver, ends) = match (kind, entry.state) {
             (EventKind::ConnectReply, IdState::ConnSent) => {
@@ -1182,8 +1272,14 @@ impl Shared {
                 (true, status != 0)
             }
             (EventKind::Established, IdState::ConnRecv) if entry.accepted => {
-                entry.state = IdState::Established;
                 entry.accepted = false;
+                entry.state = match entry.deferred_disconnect.take() {
+                    Some(abrupt) => {
+                        deferred_disconnect = Some(Command::Disconnect { conn, abrupt });
+                        IdState::Closing
+                    }
+                    None => IdState::Established,
+                };
                 (true, false)
             }
             (EventKind::Disconnect, IdState::Established) => {
@@ -1215,6 +1311,7 @@ impl Shared {
             listener: None,
             handler,
             event: delivered,
+            deferred_disconnect,
         }
     }
 
@@ -1231,12 +1328,7 @@ impl Shared {
             conn,
             private_data: &[],
         }));
-        if let Some(&owner) = t.by_conn.get(&conn) {
-            // The NIC names a connection an id still holds: a protocol break. Taking it
-            // would orphan that id (its CLOSE would go to the new one), rejecting it
-            // would end that id's connection: dropped and counted.
-            t.stats.unexpected_events += 1;
-            tracing::error!(conn, %owner, "CONNECT_REQUEST for a live connection: dropped");
+        if t.handle_in_use(NicObject::Connection(conn), EventKind::ConnectRequest) {
             return Delivery::Nothing(None);
         }
         let Some(&listener_key) = t.by_listener.get(&listener) else {
@@ -1258,15 +1350,15 @@ impl Shared {
             return reject;
         };
         let entry = t.ids.get_mut(&child).expect("just inserted");
-        entry.nic = NicObject::Connection(conn);
         entry.local_addr = Some(event.local_addr);
         entry.remote_addr = Some(event.remote_addr);
-        t.by_conn.insert(conn, child);
+        t.attach(child, NicObject::Connection(conn));
         Delivery::Handler {
             id: child,
             listener: Some(listener_key),
             handler,
             event,
+            deferred_disconnect: None,
         }
     }
 }

@@ -4,6 +4,9 @@ use std::fmt;
 
 pub use iwnic_proto::errno::*;
 
+/// I/O error: the device broke its own protocol (the kernel's drivers give it for a
+/// firmware answer that makes no sense).
+pub const EIO: i32 = 5;
 /// No such device: the device was closed (or its transport went away) under the call.
 pub const ENODEV: i32 = 19;
 
@@ -16,6 +19,7 @@ pub struct Errno(i32);
 impl Errno {
     pub const EINVAL: Errno = Errno(-EINVAL);
     pub const ENOMEM: Errno = Errno(-ENOMEM);
+    pub const EIO: Errno = Errno(-EIO);
     pub const ENODEV: Errno = Errno(-ENODEV);
     pub const ECONNRESET: Errno = Errno(-ECONNRESET);
     pub const ECONNREFUSED: Errno = Errno(-ECONNREFUSED);
@@ -42,6 +46,7 @@ impl Errno {
         // Wrapping: a NIC's status can be any negative number, `i32::MIN` too.
         let name = match self.0.wrapping_neg() {
             ENOENT => "ENOENT",
+            EIO => "EIO",
             EAGAIN => "EAGAIN",
             ENOMEM => "ENOMEM",
             EBUSY => "EBUSY",

@@ -1,13 +1,15 @@
 //! What the driver does when the NIC misbehaves or goes away: sequence-number gaps and
-//! duplicates, malformed records, stray completions, a NIC that never answers, a late
-//! answer to a call that timed out, a full id table, a closed device.
+//! duplicates, malformed records, stray completions, handles given out twice, a NIC that
+//! never answers, a late answer to a call that timed out, a full id table, a closed
+//! device.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{local_addr, peer_addr, Answer, Harness, PORT};
-use iwnic_host_driver::{DeviceConfig, Errno, EventKind, IdState};
+use common::{local_addr, peer_addr, Answer, Harness, Seen, PORT};
+use iwnic_host_driver::rules::Call;
+use iwnic_host_driver::{CmId, DeviceConfig, DriverStats, Errno, EventKind, IdState};
 use iwnic_proto::host::CommandKind;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind as Kind};
 
@@ -82,7 +84,94 @@ fn a_connect_request_for_a_live_connection_is_counted_and_dropped() {
     h.nic.peer_closes(conn, false);
     let (closed, close) = Harness::next_event(&seen);
     assert_eq!((closed, close.event), (child, EventKind::Close));
-    assert_eq!(h.device.stats().unexpected_events, 1);
+    assert_eq!(h.device.stats(), one_duplicate_handle());
+}
+
+/// The driver's stats after the NIC gave out one handle twice, and nothing else went wrong.
+fn one_duplicate_handle() -> DriverStats {
+    DriverStats {
+        duplicate_handles: 1,
+        ..DriverStats::default()
+    }
+}
+
+/// An id holding an established connection (its CONNECT_REPLY seen); the connection's
+/// handle. The fake NIC then sends no CONNECT_REPLY of its own, so a later Connect
+/// completing with this handle raises nothing for the holder.
+fn connection_holder(h: &Harness) -> (CmId, Seen, u32) {
+    let (holder, seen) = h.id();
+    holder.set_remote_addr(peer_addr()).unwrap();
+    h.checker
+        .call(&holder, Call::Connect, || holder.connect(&h.param()))
+        .unwrap();
+    let conn = h.nic.last_handle();
+    assert_eq!(Harness::next_event(&seen).1.event, EventKind::ConnectReply);
+    h.nic.set_auto_connect_reply(None);
+    (holder, seen, conn)
+}
+
+/// The holder still gets its connection's CLOSE when the peer closes it.
+fn assert_still_holds(h: &Harness, holder: &CmId, seen: &Seen, conn: u32) {
+    h.nic.peer_closes(conn, false);
+    let (closed, close) = Harness::next_event(seen);
+    assert_eq!(
+        (closed, close.event, close.status),
+        (holder.clone(), EventKind::Close, 0)
+    );
+}
+
+/// A Listen completing with the handle of another id's listener: the NIC gave it out
+/// twice. The holder keeps it (its requests still reach it); the listen fails with -EIO
+/// and leaves the id IDLE; nothing naming the handle is sent, since ending the
+/// newcomer's listener would end the holder's.
+#[test]
+fn a_listen_completing_with_a_held_listener_handle_fails_with_eio() {
+    let h = Harness::new();
+    let (_holder, holder_seen, handle) = h.listener_with(|_, _| Ok(()));
+    h.nic.reuse_handle(handle);
+    let (newcomer, seen) = h.id();
+    newcomer.set_local_addr(local_addr(PORT + 2)).unwrap();
+    assert_eq!(
+        h.checker
+            .call(&newcomer, Call::Listen, || newcomer.listen(8)),
+        Err(Errno::EIO)
+    );
+    assert_eq!(newcomer.state(), Some(IdState::Idle));
+    h.nic.connect_request(handle, b"still mine");
+    let (_, request) = Harness::next_event(&holder_seen);
+    assert_eq!(
+        (request.event, request.private_data),
+        (EventKind::ConnectRequest, b"still mine".to_vec())
+    );
+    h.settle();
+    assert!(common::drain(&seen).is_empty());
+    assert!(h.nic.kinds_on(handle).is_empty());
+    assert_eq!(h.device.stats(), one_duplicate_handle());
+    h.checker.assert_clean();
+}
+
+/// A Connect completing with the handle of another id's connection: the connect fails
+/// with -EIO, the id is IDLE and gets no event (rule 3), and the holder keeps its
+/// connection, CLOSE included; nothing naming the handle is sent.
+#[test]
+fn a_connect_completing_with_a_held_connection_handle_fails_with_eio() {
+    let h = Harness::new();
+    let (holder, holder_seen, conn) = connection_holder(&h);
+    h.nic.reuse_handle(conn);
+    let (newcomer, seen) = h.id();
+    newcomer.set_remote_addr(peer_addr()).unwrap();
+    assert_eq!(
+        h.checker
+            .call(&newcomer, Call::Connect, || newcomer.connect(&h.param())),
+        Err(Errno::EIO)
+    );
+    assert_eq!(newcomer.state(), Some(IdState::Idle));
+    assert_still_holds(&h, &holder, &holder_seen, conn);
+    h.settle();
+    assert!(common::drain(&seen).is_empty());
+    assert!(h.nic.kinds_on(conn).is_empty());
+    assert_eq!(h.device.stats(), one_duplicate_handle());
+    h.checker.assert_clean();
 }
 
 #[test]
@@ -174,6 +263,36 @@ fn a_late_success_for_a_timed_out_connect_is_undone_and_raises_nothing() {
         common::drain(&seen).is_empty(),
         "rule 3: no event after a failed connect"
     );
+    h.checker.assert_clean();
+}
+
+/// A timed-out connect's late success naming another id's connection is not undone: the
+/// release would end the holder's connection. It counts as a duplicate handle, not an
+/// orphan.
+#[test]
+fn a_late_success_naming_a_held_handle_is_not_undone() {
+    // Long enough for the holder's connect on a loaded machine, short for the held one.
+    let h = Harness::with_config(DeviceConfig {
+        command_timeout: Duration::from_millis(500),
+        ..DeviceConfig::default()
+    });
+    let (holder, holder_seen, conn) = connection_holder(&h);
+    h.nic.set_answer(Answer::Hold);
+    let (late, seen) = h.id();
+    late.set_remote_addr(peer_addr()).unwrap();
+    assert_eq!(
+        h.checker
+            .call(&late, Call::Connect, || late.connect(&h.param())),
+        Err(Errno::ETIMEDOUT)
+    );
+    h.nic.reuse_handle(conn);
+    h.nic.answer_held();
+    // An undo would be sent as the late answer is read, before the settling's own calls.
+    h.settle();
+    assert!(h.nic.kinds_on(conn).is_empty());
+    assert_eq!(h.device.stats(), one_duplicate_handle());
+    assert_still_holds(&h, &holder, &holder_seen, conn);
+    assert!(common::drain(&seen).is_empty());
     h.checker.assert_clean();
 }
 

@@ -3,12 +3,16 @@
 
 mod common;
 
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use common::{local_addr, peer_addr, Answer, Harness, PATIENCE, PORT, QPN};
-use iwnic_host_driver::{CmId, ConnParam, DeviceConfig, Errno, IdState, QpState};
+use common::{drain, local_addr, peer_addr, Answer, Harness, Seen, PATIENCE, PORT, QPN};
+use iwnic_host_driver::errno::ECONNRESET;
+use iwnic_host_driver::rules::{self, TraceEntry};
+use iwnic_host_driver::{
+    CmId, ConnParam, DeviceConfig, DriverStats, Errno, EventKind, IdState, QpState,
+};
 use iwnic_proto::host::CommandKind;
 
 /// Wait for the dispatch thread to bring `id` to `state`.
@@ -313,8 +317,12 @@ fn destroy_waits_for_an_accept_in_flight_then_aborts_the_connection() {
 fn accepted_behind_a_busy_dispatcher(h: &Harness) -> (CmId, u32, std::sync::mpsc::Sender<()>) {
     let (child_tx, child_rx) = channel();
     let child_tx = Mutex::new(child_tx);
-    let (_listener, _, handle) = h.listener_with(move |id, _| {
-        child_tx.lock().unwrap().send(id.clone()).unwrap();
+    let (_listener, _, handle) = h.listener_with(move |id, event| {
+        // Only the request: nobody listens on `child_rx` for later events, and a failed
+        // send's panic would destroy the id under the test (rule 7).
+        if event.event == EventKind::ConnectRequest {
+            child_tx.lock().unwrap().send(id.clone()).unwrap();
+        }
         Ok(())
     });
     let (entered_tx, entered_rx) = channel();
@@ -358,6 +366,8 @@ fn disconnect_after_accept_waits_for_established_then_closes() {
     assert_eq!(disconnecter.join().unwrap(), OK);
     assert_eq!(h.nic.handles_of(CommandKind::Disconnect), [conn]);
     assert_ne!(child.state(), Some(IdState::ConnRecv));
+    h.settle();
+    assert_eq!(h.device.stats(), DriverStats::default());
 }
 
 /// The wait for ESTABLISHED is bounded as a command's answer is: if it does not come,
@@ -372,6 +382,167 @@ fn disconnect_gives_up_waiting_for_established_after_the_command_timeout() {
     assert_eq!(child.disconnect(false), Err(Errno::ETIMEDOUT));
     assert!(h.nic.handles_of(CommandKind::Disconnect).is_empty());
     drop(gate);
+}
+
+/// A listener whose CONNECT_REQUEST handler accepts and then, still holding the dispatch
+/// thread that must deliver the ESTABLISHED, disconnects once for each of `asks` (abrupt
+/// or not, in order) and returns `request_outcome`. Returns the connection's handle, what
+/// the handlers saw, and each handler's event with the id's state as the handler started.
+fn accepting_then_disconnecting(
+    h: &Harness,
+    asks: &'static [bool],
+    request_outcome: Result<(), Errno>,
+) -> (u32, Seen, Receiver<(EventKind, Option<IdState>)>) {
+    let (states_tx, states) = channel();
+    let states_tx = Mutex::new(states_tx);
+    let checker = h.checker.clone();
+    let param = h.param();
+    let (_listener, seen, handle) = h.listener_with(move |id, event| {
+        let _ = states_tx.lock().unwrap().send((event.event, id.state()));
+        if event.event != EventKind::ConnectRequest {
+            return Ok(());
+        }
+        checker.call(id, rules::Call::Accept, || id.accept(&param))?;
+        for &abrupt in asks {
+            // Its return is in the trace, which the tests compare.
+            let _ = checker.call(id, rules::Call::Disconnect, || id.disconnect(abrupt));
+        }
+        request_outcome
+    });
+    let conn = h.nic.connect_request(handle, b"");
+    (conn, seen, states)
+}
+
+/// The statuses the disconnect calls in `id`'s trace returned, in order.
+fn disconnect_returns(h: &Harness, id: &CmId) -> Vec<i32> {
+    h.checker
+        .trace(id.key())
+        .into_iter()
+        .filter_map(|entry| match entry {
+            TraceEntry::CallReturned {
+                call: rules::Call::Disconnect,
+                status,
+            } => Some(status),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The events handlers saw once everything queued so far was dispatched, as (event,
+/// status). Call it after the ESTABLISHED was seen: whatever that ESTABLISHED set off on
+/// the NIC was queued before its handler started.
+fn events_after_settling(h: &Harness, seen: &Seen) -> Vec<(EventKind, i32)> {
+    h.settle();
+    drain(seen)
+        .into_iter()
+        .map(|(_, event)| (event.event, event.status))
+        .collect()
+}
+
+/// On the dispatch thread a disconnect between accept and its ESTABLISHED cannot wait
+/// for the ESTABLISHED (that thread delivers it): it returns 0 and is sent when the
+/// ESTABLISHED is dispatched, before its handler runs, which finds the id CLOSING; the
+/// CLOSE follows, last and once.
+#[test]
+fn disconnect_on_the_dispatch_thread_after_accept_is_sent_with_established() {
+    let h = Harness::new();
+    let (conn, seen, states) = accepting_then_disconnecting(&h, &[false], Ok(()));
+    let (child, _) = Harness::next_event(&seen);
+    assert_eq!(Harness::next_event(&seen).1.event, EventKind::Established);
+    assert_eq!(events_after_settling(&h, &seen), [(EventKind::Close, 0)]);
+    assert_eq!(
+        states.try_iter().collect::<Vec<_>>(),
+        [
+            (EventKind::ConnectRequest, Some(IdState::ConnRecv)),
+            (EventKind::Established, Some(IdState::Closing)),
+            (EventKind::Close, Some(IdState::Idle)),
+        ]
+    );
+    assert_eq!(
+        h.nic.commands_on(conn),
+        [
+            (CommandKind::Accept, false),
+            (CommandKind::Disconnect, false)
+        ]
+    );
+    let handled = |event| {
+        [
+            TraceEntry::HandlerStarted { event, status: 0 },
+            TraceEntry::HandlerReturned { event, status: 0 },
+        ]
+    };
+    let [request_started, request_returned] = handled(EventKind::ConnectRequest);
+    let mut expected = vec![
+        request_started,
+        TraceEntry::CallStarted(rules::Call::Accept),
+        TraceEntry::CallReturned {
+            call: rules::Call::Accept,
+            status: 0,
+        },
+        TraceEntry::CallStarted(rules::Call::Disconnect),
+        TraceEntry::CallReturned {
+            call: rules::Call::Disconnect,
+            status: 0,
+        },
+        request_returned,
+    ];
+    expected.extend(handled(EventKind::Established));
+    expected.extend(handled(EventKind::Close));
+    assert_eq!(h.checker.trace(child.key()), expected);
+    h.checker.assert_clean();
+    assert_eq!(h.device.stats(), DriverStats::default());
+}
+
+/// Asked for twice before the ESTABLISHED, gracefully and abruptly in either order, the
+/// deferred disconnect is sent once, abrupt.
+#[test]
+fn an_abrupt_disconnect_wins_over_a_graceful_one_while_deferred() {
+    for asks in [&[false, true][..], &[true, false]] {
+        let h = Harness::new();
+        let (conn, seen, _) = accepting_then_disconnecting(&h, asks, Ok(()));
+        let (child, _) = Harness::next_event(&seen);
+        assert_eq!(Harness::next_event(&seen).1.event, EventKind::Established);
+        assert_eq!(
+            events_after_settling(&h, &seen),
+            [(EventKind::Close, -ECONNRESET)],
+            "{asks:?}"
+        );
+        assert_eq!(
+            h.nic.commands_on(conn),
+            [
+                (CommandKind::Accept, false),
+                (CommandKind::Disconnect, true)
+            ],
+            "{asks:?}"
+        );
+        assert_eq!(disconnect_returns(&h, &child), [0, 0], "{asks:?}");
+        h.checker.assert_clean();
+    }
+}
+
+/// A deferred disconnect dies with its id: destroyed before its ESTABLISHED (here by the
+/// request handler's non-zero return, rule 7), the connection is released, no disconnect
+/// is ever sent and the ESTABLISHED is dropped.
+#[test]
+fn a_deferred_disconnect_is_dropped_when_the_id_is_destroyed_first() {
+    let h = Harness::new();
+    let (conn, seen, _) = accepting_then_disconnecting(&h, &[true], Err(Errno::EINVAL));
+    let (child, _) = Harness::next_event(&seen);
+    assert!(events_after_settling(&h, &seen).is_empty());
+    assert_eq!(child.state(), None);
+    assert_eq!(disconnect_returns(&h, &child), [0]);
+    assert_eq!(
+        h.nic.commands_on(conn),
+        [(CommandKind::Accept, false), (CommandKind::Release, false)]
+    );
+    assert_eq!(
+        h.device.stats(),
+        DriverStats {
+            events_for_forgotten_connections: 1,
+            ..DriverStats::default()
+        }
+    );
+    h.checker.assert_clean();
 }
 
 #[test]

@@ -84,6 +84,8 @@ struct Model {
     listen_status: i32,
     /// CONNECT_REPLY status pushed right after a Connect completes; `None`: the test does.
     auto_connect_reply: Option<i32>,
+    /// The handle to give out next instead of a new one (see [`FakeNic::reuse_handle`]).
+    reused_handle: Option<u32>,
 }
 
 pub struct FakeNic {
@@ -109,6 +111,7 @@ impl FakeNic {
             answer: Answer::Now,
             listen_status: 0,
             auto_connect_reply: Some(0),
+            reused_handle: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, commands) = channel();
@@ -141,6 +144,12 @@ impl FakeNic {
         self.lock().auto_connect_reply = status;
     }
 
+    /// Give out `handle` again as the next new handle (a Listen's, a Connect's or a
+    /// connect request's), as a confused NIC would.
+    pub fn reuse_handle(&self, handle: u32) {
+        self.lock().reused_handle = Some(handle);
+    }
+
     /// Answer the commands held so far, in order, and go back to answering at once.
     pub fn answer_held(&self) {
         let mut m = self.lock();
@@ -170,6 +179,12 @@ impl FakeNic {
     /// The kinds of the commands on `handle` received so far, in order.
     pub fn kinds_on(&self, handle: u32) -> Vec<CommandKind> {
         self.received_where(|c| (c.handle == handle).then_some(c.kind))
+    }
+
+    /// The kinds of the commands on `handle` received so far with their abrupt flags (set
+    /// on an abrupt Disconnect only), in order.
+    pub fn commands_on(&self, handle: u32) -> Vec<(CommandKind, bool)> {
+        self.received_where(|c| (c.handle == handle).then_some((c.kind, c.abrupt)))
     }
 
     /// What `pick` takes of each command received so far, in order.
@@ -276,7 +291,8 @@ impl FakeNic {
         seq
     }
 
-    /// The handle the fake NIC gave out last (a Listen's or a Connect's).
+    /// The newest handle the fake NIC made (a Listen's or a Connect's; one given out
+    /// again by [`FakeNic::reuse_handle`] is not new).
     pub fn last_handle(&self) -> u32 {
         self.lock().next_handle - 1
     }
@@ -297,6 +313,9 @@ impl Drop for FakeNic {
 
 impl Model {
     fn new_handle(&mut self) -> u32 {
+        if let Some(handle) = self.reused_handle.take() {
+            return handle;
+        }
         let handle = self.next_handle;
         self.next_handle += 1;
         handle
