@@ -297,6 +297,7 @@ impl Nic for MemoryOut {
         self.records.commit(len);
     }
     fn write_flow(&mut self, flow: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
+        // An index beyond the bench's contexts has no room, as a full bucket has none.
         let slot = self
             .flows
             .get_mut(usize::from(flow.index))
