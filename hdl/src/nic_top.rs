@@ -187,8 +187,14 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,259 LUT4 (55 % of the device), 10,810 FF, 43 of 56 DP16KD;
-//! **127.3 MHz** with the default placement. The same netlist placed with nextpnr's
+//! asked for 125 MHz): 13,390 LUT4 (55 % of the device), 10,810 FF, 43 of 56 DP16KD;
+//! **109.5 MHz** with the default placement, 116.4, 118.4, 115.3, 113.0 and 104.3 with
+//! seeds 1 to 5 (mean 113.0), limited by `raw_bank_free` into `raw_ends`, the host
+//! queue's `full` and the firmware builder's `tail_keep` and `carry`. That is after
+//! `bank_busy`'s releases moved into a local signal (for RustHDL's simulator, see
+//! there): the Verilog computes the same function, but yosys maps it to 131 more LUT4
+//! and the placements moved. Before that move, the figures of the RTR's change:
+//! 13,259 LUT4; **127.3 MHz** with the default placement. The same netlist placed with nextpnr's
 //! seeds 1 to 5 (`--seed N`) gives 107.6, 98.9, 123.8, 106.0 and 128.1 MHz. Taking the
 //! RTR on the datapath (the compare, its registers, the decision, `cnt_rtr_taken`)
 //! cost 381 LUT4 and 76 FF. None of these six placements is limited by it (its
