@@ -72,6 +72,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
             Command::Disconnect { conn, abrupt } => self.disconnect(nic, tag, conn, abrupt),
             Command::Release { conn } => self.release(nic, tag, conn),
+            Command::Delivered { conn } => {
+                let status = self.delivered(conn);
+                self.complete(nic, tag, status, 0);
+            }
         }
     }
 
@@ -407,6 +411,21 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             }
             // CONN_RECV and CLOSING: a no-op.
             _ => self.complete(nic, tag, 0, handle),
+        }
+    }
+
+    /// The application has had `conn`'s request and not answered it yet: the request
+    /// leaves its listener, whose backlog bounds requests not yet delivered (rule 10,
+    /// as the kernel's work entries do), and survives it. Once only; an answered or
+    /// dead request is refused as an accept would be.
+    fn delivered(&mut self, conn: u32) -> i32 {
+        match self.lookup(conn) {
+            Lookup::Live(i) if self.conns[i].state == State::AwaitAccept => {
+                self.leave_listener(i);
+                0
+            }
+            Lookup::Gone => -ECONNRESET,
+            _ => -EINVAL,
         }
     }
 

@@ -228,7 +228,8 @@ impl NegotiationBuffer {
 pub(crate) struct Listener {
     pub local: ListenAddr,
     pub backlog: u32,
-    /// CONNECT_REQUESTs raised and not yet accepted or rejected (rule 10).
+    /// CONNECT_REQUESTs raised and neither delivered to the application (the host's
+    /// `Delivered`) nor answered: what the backlog bounds (rule 10).
     pub pending: u32,
     /// SYNs received whose MPA request is not complete.
     pub half_open: u32,

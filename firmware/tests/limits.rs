@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use iwnic_firmware::{Firmware, CONNECTION_ENTRY_BYTES};
+use iwnic_firmware::{Firmware, State, CONNECTION_ENTRY_BYTES};
 use iwnic_proto::errno::{EADDRINUSE, EINVAL};
 use iwnic_proto::host::{Command, Endpoint};
 use iwnic_proto::mpa::RtrTypes;
@@ -409,5 +409,122 @@ mod flow_table_full {
         assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
         assert_eq!(bench.hal.flows.len(), 1);
         assert_eq!(bench.fw.counters().flow_table_full, 1);
+    }
+}
+
+/// Rule 10: the backlog bounds requests not yet delivered. A request the host reports
+/// delivered (its handler returned without answering) leaves the count, once, and stays
+/// the host's to answer.
+mod backlog_counts_undelivered_requests {
+    use super::*;
+    use iwnic_proto::errno::ECONNRESET;
+    use iwnic_proto::mpa::FrameKind;
+
+    /// The request of a new peer from `port`: the peer, what the NIC sent and raised.
+    fn request_from(bench: &mut Bench, port: u16) -> (Peer, Vec<Seg>, Vec<Out>) {
+        let mut peer = Peer::new(port, PORT, 5);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        let (sent, out) = (bench.sent(), bench.out());
+        (peer, sent, out)
+    }
+
+    #[test]
+    fn a_delivered_request_leaves_the_backlog_once() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 1);
+        let (_, _, out) = request_from(&mut bench, 40000);
+        assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
+        let first = event(&out[0]).conn;
+        bench.command(Command::Delivered { conn: first });
+        bench.command(Command::Delivered { conn: first });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "DONE(0)"]);
+        // Room for one more undelivered request, not two.
+        let (_, _, out) = request_from(&mut bench, 40001);
+        assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
+        let (_, refused, out) = request_from(&mut bench, 40002);
+        assert!(out.is_empty());
+        assert_eq!(kinds(&refused), ["FIN"], "an MPA reject with FIN");
+        assert_eq!(parse_mpa(&refused[0].payload).kind, FrameKind::Reject);
+        assert_eq!(bench.fw.counters().backlog_refused, 1);
+        // The delivered request is still the host's to answer (peer-to-peer: the
+        // completion waits for the RTR).
+        bench.command(accept(first));
+        assert_eq!(kinds(&bench.sent()), ["DATA"]);
+        assert_eq!(bench.fw.state(first), Some(State::AwaitRtr));
+    }
+
+    fn accept(conn: u32) -> Command<'static> {
+        Command::Accept {
+            conn,
+            ird: 8,
+            ord: 8,
+            qpn: 1,
+            private_data: b"",
+        }
+    }
+
+    /// A delivered request is the application's: it survives its listener (rule 10).
+    #[test]
+    fn a_delivered_request_survives_its_listener() {
+        let mut bench = Bench::default();
+        let listener = bench.listen(PORT, 1);
+        let (_, _, out) = request_from(&mut bench, 40000);
+        let conn = event(&out[0]).conn;
+        bench.command(Command::Delivered { conn });
+        bench.command(Command::Unlisten { listener });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "DONE(0)"]);
+        assert!(bench.sent().is_empty());
+        bench.command(Command::Reject {
+            conn,
+            private_data: b"",
+        });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    }
+
+    /// Only a raised request waiting for its answer can be delivered: an answered one
+    /// is refused (-ECONNRESET once its handle is spent, -EINVAL while the accept waits
+    /// for the RTR), as is an unknown handle (-EINVAL) and one reset underneath
+    /// (-ECONNRESET).
+    #[test]
+    fn delivered_for_no_waiting_request_is_refused() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 1);
+        let (_, _, out) = request_from(&mut bench, 40000);
+        let rejected = event(&out[0]).conn;
+        bench.command(Command::Reject {
+            conn: rejected,
+            private_data: b"",
+        });
+        bench.command(Command::Delivered { conn: rejected });
+        bench.command(Command::Delivered { conn: 12345 });
+        bench.sent();
+        let (_, _, out) = request_from(&mut bench, 40001);
+        assert_eq!(
+            briefs(&out),
+            [
+                "DONE(0)".to_string(),
+                format!("DONE({})", -ECONNRESET),
+                format!("DONE({})", -EINVAL),
+                "ConnectRequest(0)".to_string()
+            ]
+        );
+        let accepted = event(&out[3]).conn;
+        bench.command(accept(accepted));
+        bench.command(Command::Delivered { conn: accepted });
+        bench.sent();
+        let (peer, _, out) = request_from(&mut bench, 40002);
+        let dead = event(&out[1]).conn;
+        bench.deliver(peer.rst());
+        bench.command(Command::Delivered { conn: dead });
+        assert_eq!(
+            briefs(&out[..1]),
+            [format!("DONE({})", -EINVAL)],
+            "the accept waits for the RTR"
+        );
+        assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.counters().backlog_refused, 0);
     }
 }

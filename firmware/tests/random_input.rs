@@ -46,6 +46,7 @@ enum Op {
     Reject(usize),
     Disconnect(usize, bool),
     Release(usize),
+    Delivered(usize),
     RawCommand(Vec<u8>),
     Report(u16, u8),
     /// The datapath's flow table has room for new tuples, or none (their buckets full).
@@ -89,6 +90,7 @@ fn op() -> impl Strategy<Value = Op> {
         handle.prop_map(Op::Reject),
         (handle, any::<bool>()).prop_map(|(h, a)| Op::Disconnect(h, a)),
         handle.prop_map(Op::Release),
+        handle.prop_map(Op::Delivered),
         proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::RawCommand),
         (0u16..64, any::<u8>()).prop_map(|(i, k)| Op::Report(i, k)),
         any::<bool>().prop_map(Op::FlowTableFull),
@@ -330,6 +332,10 @@ impl Run {
             Op::Release(h) => {
                 let conn = self.pick(h);
                 self.bench.command(Command::Release { conn });
+            }
+            Op::Delivered(h) => {
+                let conn = self.pick(h);
+                self.bench.command(Command::Delivered { conn });
             }
             Op::RawCommand(bytes) => {
                 b.hal.commands.push_back(bytes);

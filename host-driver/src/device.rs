@@ -1199,12 +1199,36 @@ impl Shared {
                         });
                     self.lock().running = None;
                     self.changed.notify_all();
-                    if let Err(errno) = outcome {
-                        self.handler_failed(id, event.event, errno);
+                    match outcome {
+                        Err(errno) => self.handler_failed(id, event.event, errno),
+                        Ok(()) if event.event == EventKind::ConnectRequest => {
+                            self.request_delivered(id)
+                        }
+                        Ok(()) => {}
                     }
                 }
             }
         }
+    }
+
+    /// Rule 10: the backlog bounds requests not yet delivered. A CONNECT_REQUEST handler
+    /// returned without answering (the application keeps the child for later): the NIC
+    /// learns the request was delivered, so it leaves the listener's backlog. One answered
+    /// in its handler, or on the way (an accept in flight on another thread), needs none.
+    fn request_delivered(&self, key: IdKey) {
+        let t = self.lock();
+        let conn = match t.ids.get(&key) {
+            Some(IdEntry {
+                state: IdState::ConnRecv,
+                accepted: false,
+                call_in_flight: false,
+                nic: NicObject::Connection(conn),
+                ..
+            }) => *conn,
+            _ => return,
+        };
+        drop(t);
+        self.send_unwaited(Command::Delivered { conn });
     }
 
     /// Rule 7: a handler returned non-zero. On CONNECT_REQUEST the child is rejected (if

@@ -221,16 +221,22 @@ fn a_destroy_whose_reject_fails_releases_the_connection() {
     let (_listener, seen, handle) = h.listener_with(|_, _| Ok(()));
     let conn = h.nic.connect_request(handle, b"");
     let (child, _) = Harness::next_event(&seen);
+    // The handler returned without answering: the request was delivered (rule 10).
+    h.nic.wait_delivered(conn);
     h.nic.set_answer(Answer::Never);
     child.destroy();
     // The release is sent without waiting for an answer: it reaches the NIC after.
     let start = std::time::Instant::now();
-    while h.nic.kinds_on(conn).len() < 2 && start.elapsed() < common::PATIENCE {
+    while h.nic.kinds_on(conn).len() < 3 && start.elapsed() < common::PATIENCE {
         std::thread::yield_now();
     }
     assert_eq!(
         h.nic.kinds_on(conn),
-        [CommandKind::Reject, CommandKind::Release]
+        [
+            CommandKind::Delivered,
+            CommandKind::Reject,
+            CommandKind::Release
+        ]
     );
 }
 

@@ -52,7 +52,9 @@ fn id_in(h: &Harness, state: IdState) -> (CmId, u32) {
         IdState::ConnRecv => {
             let (_listener, seen, handle) = h.listener_with(|_, _| Ok(()));
             let conn = h.nic.connect_request(handle, b"");
-            (Harness::next_event(&seen).0, conn)
+            let id = Harness::next_event(&seen).0;
+            h.nic.wait_delivered(conn);
+            (id, conn)
         }
         IdState::ConnSent => connected(None),
         IdState::Established => connected(Some(0)),

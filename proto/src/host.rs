@@ -8,7 +8,7 @@
 //!
 //! | offset | size | field |
 //! |---|---|---|
-//! | 0 | 1 | kind: 0x01–0x07 command ([`CommandKind`]), 0x40 completion, 0x81–0x85 event (0x80 + [`EventKind`]) |
+//! | 0 | 1 | kind: 0x01–0x08 command ([`CommandKind`]), 0x40 completion, 0x81–0x85 event (0x80 + [`EventKind`]) |
 //! | 1 | 1 | flags (per kind below; undefined bits must be 0) |
 //! | 2 | 2 | length of the whole record in bytes |
 //! | 4 | 4 | tag (command, echoed by its completion) or sequence number (event) |
@@ -26,7 +26,7 @@
 //!
 //! | offset | size | field | used by |
 //! |---|---|---|---|
-//! | 8 | 4 | handle: listener or connection | unlisten, accept, reject, disconnect, release |
+//! | 8 | 4 | handle: listener or connection | unlisten, accept, reject, disconnect, release, delivered |
 //! | 12 | 2 | IRD | connect, accept |
 //! | 14 | 2 | ORD | connect, accept |
 //! | 16 | 4 | backlog (listen) or QP number (connect, accept) | listen, connect, accept |
@@ -167,6 +167,7 @@ pub enum CommandKind {
     Reject = 5,
     Disconnect = 6,
     Release = 7,
+    Delivered = 8,
 }
 
 /// What the host asks the NIC to do.
@@ -210,6 +211,13 @@ pub enum Command<'a> {
     Release {
         conn: u32,
     },
+    /// The application's handler has had the CONNECT_REQUEST of `conn` and returned
+    /// without answering it: the request no longer counts against its listener's backlog,
+    /// which bounds requests not yet delivered (spec/iwcm.md rule 10), and it survives
+    /// the listener. A request answered from its handler needs none.
+    Delivered {
+        conn: u32,
+    },
 }
 
 impl Command<'_> {
@@ -222,6 +230,7 @@ impl Command<'_> {
             Command::Reject { .. } => CommandKind::Reject,
             Command::Disconnect { .. } => CommandKind::Disconnect,
             Command::Release { .. } => CommandKind::Release,
+            Command::Delivered { .. } => CommandKind::Delivered,
         }
     }
 }
@@ -324,7 +333,7 @@ impl<'a> CommandRecord<'a> {
             4 => (HANDLE | IRD_ORD | ARG | PRIVATE_DATA, 0),
             5 => (HANDLE | PRIVATE_DATA, 0),
             6 => (HANDLE, FLAG_DISCONNECT_ABRUPT),
-            7 => (HANDLE, 0),
+            7 | 8 => (HANDLE, 0),
             _ => return Err(Error::Malformed),
         };
         // Four bytes at a time (the fields are whole words of a record that lies on a
@@ -390,6 +399,7 @@ impl<'a> CommandRecord<'a> {
                 abrupt: flags & FLAG_DISCONNECT_ABRUPT != 0,
             },
             (7, ..) => Command::Release { conn: handle },
+            (8, ..) => Command::Delivered { conn: handle },
             _ => return Err(Error::Malformed),
         };
         Ok(CommandRecord { tag, command })
@@ -449,7 +459,7 @@ impl<'a> CommandRecord<'a> {
                 flags: if abrupt { FLAG_DISCONNECT_ABRUPT } else { 0 },
                 ..d
             },
-            Command::Release { conn } => Fields { handle: conn, ..d },
+            Command::Release { conn } | Command::Delivered { conn } => Fields { handle: conn, ..d },
         }
     }
 

@@ -317,7 +317,7 @@ fn endpoint() -> impl Strategy<Value = Endpoint> {
 
 fn command() -> impl Strategy<Value = Command<'static>> {
     (
-        0u8..7,
+        0u8..8,
         any::<u32>(),
         any::<u16>(),
         any::<u16>(),
@@ -356,7 +356,8 @@ fn command() -> impl Strategy<Value = Command<'static>> {
                 conn: h,
                 abrupt: flag,
             },
-            _ => Command::Release { conn: h },
+            6 => Command::Release { conn: h },
+            _ => Command::Delivered { conn: h },
         })
 }
 

@@ -63,6 +63,7 @@ fn commands(pd: &[u8]) -> Vec<Command<'_>> {
             abrupt: true,
         },
         Command::Release { conn: 9 },
+        Command::Delivered { conn: 9 },
     ]
 }
 
@@ -169,7 +170,7 @@ fn bad_records_are_refused() {
     };
     refuse(&|b| b.truncate(65), Error::Truncated);
     refuse(&|b| b.truncate(7), Error::Truncated);
-    refuse(&|b| b[0] = 0x08, Error::Malformed); // unknown command
+    refuse(&|b| b[0] = 0x09, Error::Malformed); // unknown command
     refuse(&|b| b[0] = 0x86, Error::Malformed); // unknown event
     refuse(&|b| b[1] = 0x02, Error::Malformed); // undefined flag
     refuse(&|b| b[2] = 67, Error::Truncated); // length beyond the buffer

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{addr, param, report_only, Pair, React, PORT, QPN};
+use common::{addr, param, report_only, Pair, React, TappedEvent, PORT, QPN};
 use iwnic_firmware::FourTuple;
 use iwnic_host_driver::{ConnParam, DeviceConfig, Errno, EventKind, IdState};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, ETIMEDOUT};
@@ -259,33 +259,52 @@ fn setup_survives_a_lossy_reordering_link() {
     }
 }
 
+/// Rule 10: the backlog bounds requests not yet delivered to the application. Requests
+/// its handler has had, answered or not, do not count; requests the driver holds
+/// undelivered (the dispatch thread busy) do, and one beyond them gets an MPA reject
+/// from the NIC, never reaching B's application.
 #[test]
 fn an_exhausted_backlog_is_refused_by_the_nic() {
     let p = Pair::new();
     let _listener = p.b.sitting_listener(PORT, 2);
-    let first = p.connect(b"1");
-    let (first_child, _) = p.b.expect(EventKind::ConnectRequest, 0);
-    let second = p.connect(b"2");
-    let (second_child, _) = p.b.expect(EventKind::ConnectRequest, 0);
-    // Two requests unanswered: the third gets an MPA reject from the NIC, never reaching
-    // B's application.
-    let third = p.connect(b"3");
+    let is_request = |e: &TappedEvent| e.kind == EventKind::ConnectRequest && e.local_port == PORT;
+    // Three requests delivered and left unanswered: more than the backlog, all raised.
+    let mut unanswered = vec![];
+    for n in 0..3u8 {
+        let a_id = p.connect(&[n]);
+        let (child, _) = p.b.expect(EventKind::ConnectRequest, 0);
+        unanswered.push((a_id, child));
+    }
+    // B's application is busy: two requests wait in its driver and fill the backlog.
+    let hold = p.b.hold_dispatch(&p.a);
+    let mut held = vec![];
+    for n in 3..5u8 {
+        held.push(p.connect(&[n]));
+        p.b.wait_for_records(usize::from(n) + 1, is_request);
+    }
+    let refused = p.connect(b"refused");
     let (id, refusal) = p.a.expect(EventKind::ConnectReply, -ECONNREFUSED);
-    assert_eq!((id, refusal.private_data.len()), (third, 0));
-    p.b.quiet();
-    // Answering a request frees its backlog slot.
-    first_child.accept(&param(b"")).unwrap();
-    second_child.reject(b"").unwrap();
+    assert_eq!((id, refusal.private_data.len()), (refused, 0));
+    hold.release();
+    for n in 3..5u8 {
+        let (child, request) = p.b.expect(EventKind::ConnectRequest, 0);
+        assert_eq!(request.private_data, [n]);
+        child.reject(b"").unwrap();
+    }
+    for a_id in held {
+        let (id, _) = p.a.expect(EventKind::ConnectReply, -ECONNREFUSED);
+        assert_eq!(id, a_id);
+    }
+    // The delivered ones are still the application's to answer.
+    let (first, child) = unanswered.remove(0);
+    child.accept(&param(b"")).unwrap();
     p.b.expect(EventKind::Established, 0);
-    let mut replies = [p.a.next("a reply"), p.a.next("a reply")];
-    replies.sort_by_key(|(_, event)| event.status);
-    assert_eq!(
-        replies.map(|(id, event)| (id, event.status)),
-        [(second, -ECONNREFUSED), (first, 0)]
-    );
-    p.connect(b"4");
-    p.b.expect(EventKind::ConnectRequest, 0);
-    p.a.expect(EventKind::ConnectReply, -ETIMEDOUT);
+    let (id, _) = p.a.expect(EventKind::ConnectReply, 0);
+    assert_eq!(id, first);
+    for (_, child) in unanswered {
+        child.reject(b"").unwrap();
+        p.a.expect(EventKind::ConnectReply, -ECONNREFUSED);
+    }
     let report = p.stop();
     assert_eq!(report.b.firmware.backlog_refused, 1);
 }

@@ -187,6 +187,19 @@ impl FakeNic {
         self.received_where(|c| (c.handle == handle).then_some((c.kind, c.abrupt)))
     }
 
+    /// Wait until the driver has told the NIC that `conn`'s request was delivered: a
+    /// CONNECT_REQUEST handler returned without answering it (rule 10).
+    pub fn wait_delivered(&self, conn: u32) {
+        let start = std::time::Instant::now();
+        while !self.kinds_on(conn).contains(&CommandKind::Delivered) {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no Delivered for connection {conn}"
+            );
+            std::thread::yield_now();
+        }
+    }
+
     /// What `pick` takes of each command received so far, in order.
     fn received_where<T>(&self, pick: impl FnMut(&Received) -> Option<T>) -> Vec<T> {
         self.lock().received.iter().filter_map(pick).collect()
@@ -372,7 +385,7 @@ fn received_of(command: &Command<'_>) -> Received {
             (r.handle, r.private_data) = (conn, private_data.to_vec())
         }
         Command::Disconnect { conn, abrupt } => (r.handle, r.abrupt) = (conn, abrupt),
-        Command::Release { conn } => r.handle = conn,
+        Command::Release { conn } | Command::Delivered { conn } => r.handle = conn,
     }
     r
 }
@@ -474,6 +487,11 @@ fn answer(nic: &InProcessNic, m: &mut Model, bytes: &[u8]) {
             m.conns.remove(&conn);
             complete(0, 0);
         }
+        Command::Delivered { conn } => match m.conns.get(&conn) {
+            Some(Conn::Raised) => complete(0, 0),
+            None => complete(-ECONNRESET, 0),
+            Some(_) => complete(-EINVAL, 0),
+        },
     }
 }
 
@@ -578,12 +596,12 @@ impl Harness {
     /// marker event on a fresh id of its own, which reaches its handler only after every
     /// earlier event has been dispatched (one ordered context, rule 1).
     pub fn settle(&self) {
-        let (marker, seen) = self.id();
+        // Rejected in its handler, so no Delivered follows it (rule 10).
+        let (marker, seen) = self.id_with(|child, _| child.reject(&[]));
         marker.set_local_addr(local_addr(PORT + 1)).unwrap();
         marker.listen(1).unwrap();
         self.nic.connect_request(self.nic.last_handle(), b"settle");
-        let (child, _) = Harness::next_event(&seen);
-        child.reject(&[]).unwrap();
+        Harness::next_event(&seen);
         marker.destroy();
     }
 

@@ -346,11 +346,18 @@ impl Host {
     /// Wait until the driver has received (not necessarily dispatched) an event record
     /// matching `wanted`.
     pub fn wait_for_record(&self, wanted: impl Fn(&TappedEvent) -> bool) {
+        self.wait_for_records(1, wanted);
+    }
+
+    /// Wait until the driver has received `count` event records matching `wanted`.
+    pub fn wait_for_records(&self, count: usize, wanted: impl Fn(&TappedEvent) -> bool) {
         let events = self.tap.events.lock().unwrap();
         let (_events, waited) = self
             .tap
             .grew
-            .wait_timeout_while(events, PATIENCE, |events| !events.iter().any(&wanted))
+            .wait_timeout_while(events, PATIENCE, |events| {
+                events.iter().filter(|e| wanted(e)).count() < count
+            })
             .unwrap();
         assert!(
             !waited.timed_out(),
