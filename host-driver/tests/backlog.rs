@@ -4,19 +4,10 @@
 
 mod common;
 
-use common::{Harness, QPN};
+use common::Harness;
 use iwnic_host_driver::rules::Call;
-use iwnic_host_driver::{ConnParam, Errno, EventKind};
+use iwnic_host_driver::{Errno, EventKind};
 use iwnic_proto::host::CommandKind;
-
-fn accept_param() -> ConnParam {
-    ConnParam {
-        qpn: QPN,
-        ird: 1,
-        ord: 1,
-        ..ConnParam::default()
-    }
-}
 
 #[test]
 fn a_request_left_unanswered_by_its_handler_is_reported_delivered() {
@@ -27,7 +18,7 @@ fn a_request_left_unanswered_by_its_handler_is_reported_delivered() {
     h.nic.wait_delivered(conn);
     // Still the application's to answer.
     h.checker
-        .call(&child, Call::Accept, || child.accept(&accept_param()))
+        .call(&child, Call::Accept, || child.accept(&h.param()))
         .unwrap();
     h.settle();
     assert_eq!(
@@ -40,11 +31,11 @@ fn a_request_left_unanswered_by_its_handler_is_reported_delivered() {
 #[test]
 fn a_request_answered_in_its_handler_is_not_reported() {
     let h = Harness::new();
-    let checker = h.checker.clone();
+    let (checker, param) = (h.checker.clone(), h.param());
     let (_listener, seen, handle) = h.listener_with(move |id, event| {
         match (event.event, event.private_data.as_slice()) {
             (EventKind::ConnectRequest, b"accept") => {
-                checker.call(id, Call::Accept, || id.accept(&accept_param()))
+                checker.call(id, Call::Accept, || id.accept(&param))
             }
             (EventKind::ConnectRequest, b"reject") => {
                 checker.call(id, Call::Reject, || id.reject(b""))
