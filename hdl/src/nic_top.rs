@@ -636,8 +636,8 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     raw_end: Signal<Local, Bits<64>>,
     verdict_end: Signal<Local, Bits<64>>,
     bank_busy: DFF<Bits<4>>,
-    /// `bank_busy`'s next value as fills and releases make it.
-    bank_busy_next: Signal<Local, Bits<4>>,
+    /// The banks (one-hot) released this cycle: the OR of the three releases.
+    bank_release: Signal<Local, Bits<4>>,
     /// The bank (one-hot) a frame's last raw beat went to in the cycle before, marked in
     /// `bank_busy` a cycle late: the network handshake then feeds one register's
     /// four inputs, not the busy bits' set-and-release logic. Nothing reads the bank's
@@ -2387,27 +2387,28 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             self.bank_filled.d.next =
                 bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.raw_bank.q.val());
         }
-        // Built up in a local signal: a DFF's `d` is an input, whose `val()` in RustHDL's
-        // simulator is the value before this update, while the generated Verilog's
-        // blocking assignments read the value just assigned. Releases written as
-        // `d.next = d.val() & ...` dropped a bank filled in the same cycle on RustHDL
-        // (never in the Verilog).
-        self.bank_busy_next.next = self.bank_busy.q.val() | self.bank_filled.q.val();
+        // The releases are ORed into a local mask and cleared from the busy bits in one
+        // expression (never `d.next = d.val() & ...`: a DFF's `d` is an input, whose
+        // `val()` in RustHDL's simulator is the value before this update, while the
+        // generated Verilog's blocking assignments read the value just assigned; that
+        // form dropped a bank filled in the same cycle on RustHDL, never in the Verilog).
+        self.bank_release.next = 0.into();
         if self.verdict_drop.val() {
-            self.bank_busy_next.next = self.bank_busy_next.val()
-                & !(bit_cast::<4, 1>(true.into())
+            self.bank_release.next = self.bank_release.val()
+                | (bit_cast::<4, 1>(true.into())
                     << bit_cast::<4, BANK_BITS>(self.payload_bank.q.val()));
         }
         if self.front_release.val() {
-            self.bank_busy_next.next = self.bank_busy_next.val()
-                & !(bit_cast::<4, 1>(true.into())
+            self.bank_release.next = self.bank_release.val()
+                | (bit_cast::<4, 1>(true.into())
                     << bit_cast::<4, BANK_BITS>(self.work_bank.q.val()));
         }
         if self.back_release.val() {
-            self.bank_busy_next.next = self.bank_busy_next.val()
-                & !(bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.d_bank.q.val()));
+            self.bank_release.next = self.bank_release.val()
+                | (bit_cast::<4, 1>(true.into()) << bit_cast::<4, BANK_BITS>(self.d_bank.q.val()));
         }
-        self.bank_busy.d.next = self.bank_busy_next.val();
+        self.bank_busy.d.next =
+            (self.bank_busy.q.val() | self.bank_filled.q.val()) & !self.bank_release.val();
 
         self.ticks.d.next = self.ticks.q.val() + 1;
         if self.reset.val() {
