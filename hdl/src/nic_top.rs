@@ -187,13 +187,17 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,390 LUT4 (55 % of the device), 10,810 FF, 43 of 56 DP16KD;
-//! **109.5 MHz** with the default placement, 116.4, 118.4, 115.3, 113.0 and 104.3 with
-//! seeds 1 to 5 (mean 113.0), limited by `raw_bank_free` into `raw_ends`, the host
-//! queue's `full` and the firmware builder's `tail_keep` and `carry`. That is after
-//! `bank_busy`'s releases moved into a local signal (for RustHDL's simulator, see
-//! there): the Verilog computes the same function, but yosys maps it to 131 more LUT4
-//! and the placements moved. Before that move, the figures of the RTR's change:
+//! asked for 125 MHz): 13,173 LUT4 (54 % of the device), 10,810 FF, 43 of 56 DP16KD;
+//! **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7 with
+//! seeds 1 to 5 (mean 123.5), limited by the firmware builder's `tail_keep` (default,
+//! seeds 4 and 5), `mpa_rx`'s input word (seed 1) and the checksums' `ready_q` (seeds
+//! 2 and 3). The same logic has given three netlists as `bank_busy`'s releases were
+//! written three ways: as `d.next = d.val() & ...` chains (below: 13,259 LUT4, mean
+//! 115.3; wrong on RustHDL's simulator, see there), through a local accumulator
+//! (13,390 LUT4: 109.5, 116.4, 118.4, 115.3, 113.0, 104.3, mean 112.8) and now as one
+//! released mask (`bank_release`). The ~10 MHz between them is yosys's mapping and
+//! nextpnr's placement, not a shorter path: re-check the six placements after a change
+//! to the datapath. Before these, the figures of the RTR's change:
 //! 13,259 LUT4; **127.3 MHz** with the default placement. The same netlist placed with nextpnr's
 //! seeds 1 to 5 (`--seed N`) gives 107.6, 98.9, 123.8, 106.0 and 128.1 MHz. Taking the
 //! RTR on the datapath (the compare, its registers, the decision, `cnt_rtr_taken`)
