@@ -391,7 +391,10 @@ impl CmId {
             .with_idle_entry(self.key, |e| e.remote_addr = Some(addr))
     }
 
-    /// `iw_cm_listen`: IDLE → LISTEN. A backlog of 0 takes the NIC's default (256).
+    /// `iw_cm_listen`: IDLE → LISTEN. A backlog of 0 takes the NIC's default (256). The
+    /// backlog bounds requests not yet delivered to the application (rule 10): once a
+    /// CONNECT_REQUEST handler returns without answering, the driver tells the NIC, and
+    /// the request no longer counts.
     pub fn listen(&self, backlog: u32) -> Result<()> {
         let shared = &self.shared;
         let mut t = shared.lock_up()?;
