@@ -554,7 +554,7 @@ impl CmId {
         t = shared.wait_while(t, |t| {
             !t.down && t.ids.get(&self.key).is_some_and(|e| e.call_in_flight)
         });
-        if t.dispatch_thread != Some(thread::current().id()) {
+        if !t.on_dispatch_thread() {
             let awaiting_established = |t: &mut Table| {
                 !t.down
                     && t.ids
@@ -668,6 +668,12 @@ fn unspecified(remote: &SocketAddr) -> SocketAddr {
 }
 
 impl Table {
+    /// Whether the caller runs on the dispatch thread (in a handler): waiting there for
+    /// what that thread delivers would deadlock.
+    fn on_dispatch_thread(&self) -> bool {
+        self.dispatch_thread == Some(thread::current().id())
+    }
+
     fn insert_id(
         &mut self,
         max_ids: usize,
@@ -1040,7 +1046,6 @@ impl Shared {
     }
 
     fn destroy(&self, key: IdKey) {
-        let on_dispatch_thread = |t: &Table| t.dispatch_thread == Some(thread::current().id());
         // Rule 8: a listen, accept or connect in flight settles first. Its completion comes
         // from the receive thread, so this wait is safe on every thread.
         let mut t = self.wait_while(self.lock(), |t| {
@@ -1052,7 +1057,7 @@ impl Shared {
         if entry.state == IdState::Destroying {
             // Another caller is destroying it. It waits for the handler we may be running
             // in; elsewhere, wait for it to finish so the promise of rule 8 holds here too.
-            if !on_dispatch_thread(&t) {
+            if !t.on_dispatch_thread() {
                 drop(self.wait_while(t, |t| t.ids.contains_key(&key)));
             }
             return;
@@ -1083,7 +1088,7 @@ impl Shared {
                 release = release_after(command, errno);
             }
         }
-        if !on_dispatch_thread(&t) {
+        if !t.on_dispatch_thread() {
             t = self.wait_while(t, |t| t.running.is_some_and(|r| r.involves(key)));
         }
         t.ids.remove(&key);

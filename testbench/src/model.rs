@@ -53,8 +53,6 @@ pub struct ModelDatapath {
     flows: BTreeMap<u16, Flow>,
     /// The flow table: tuple to index.
     by_tuple: HashMap<FourTuple, u16>,
-    /// Tuples in each bucket of the flow table.
-    bucket_fill: HashMap<usize, usize>,
     to_network: VecDeque<Vec<u8>>,
     to_firmware: VecDeque<Vec<u8>>,
     to_host: VecDeque<(u16, Vec<u8>)>,
@@ -83,7 +81,6 @@ impl ModelDatapath {
             ip,
             flows: BTreeMap::new(),
             by_tuple: HashMap::new(),
-            bucket_fill: HashMap::new(),
             to_network: VecDeque::new(),
             to_firmware: VecDeque::new(),
             to_host: VecDeque::new(),
@@ -96,15 +93,14 @@ impl ModelDatapath {
     /// free way of its bucket.
     fn insert_tuple(&mut self, tuple: FourTuple, index: u16) -> Result<(), FlowTableFull> {
         if !self.by_tuple.contains_key(&tuple) {
-            let fill = self
-                .bucket_fill
-                .entry(flow_table_bucket(&tuple))
-                .or_default();
-            if *fill == WAYS {
+            let bucket = flow_table_bucket(&tuple);
+            let fill = (self.by_tuple.keys())
+                .filter(|held| flow_table_bucket(held) == bucket)
+                .count();
+            if fill == WAYS {
                 self.counters.flow_table_full += 1;
                 return Err(FlowTableFull);
             }
-            *fill += 1;
         }
         self.by_tuple.insert(tuple, index);
         Ok(())
@@ -330,12 +326,7 @@ impl Engine for ModelDatapath {
 
     fn remove_flow(&mut self, index: u16) {
         if let Some(flow) = self.flows.remove(&index) {
-            if self.by_tuple.remove(&flow.ctx.tuple).is_some() {
-                *self
-                    .bucket_fill
-                    .entry(flow_table_bucket(&flow.ctx.tuple))
-                    .or_default() -= 1;
-            }
+            self.by_tuple.remove(&flow.ctx.tuple);
         }
     }
 
