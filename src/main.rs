@@ -320,8 +320,15 @@ fn sim(args: &SimArgs) -> ExitCode {
         .map(|(path, _)| tshark::dissect(path));
     match &verdict {
         Some(Ok(d)) => println!(
-            "tshark:    {} MPA requests, {} replies, {} FPDUs, {} good CRC32, {} bad, {} malformed",
-            d.mpa_requests, d.mpa_replies, d.fpdus, d.good_crc, d.bad_crc, d.malformed
+            "tshark:    {} MPA requests, {} replies, {} FPDUs, {} good CRC32, {} bad, {} malformed; \
+             {} TCP retransmissions (their MPA not judged again)",
+            d.mpa_requests,
+            d.mpa_replies,
+            d.fpdus,
+            d.good_crc,
+            d.bad_crc,
+            d.malformed,
+            d.retransmissions
         ),
         Some(Err(e)) => println!("tshark:    not run ({e})"),
         None => {}
