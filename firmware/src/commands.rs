@@ -280,9 +280,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.reset_backoff(i);
     }
 
-    /// Accept a raised request: send the reply and hand the flow to the datapath. In
-    /// peer-to-peer mode the completion waits for the initiator's RTR, so a connection
-    /// that dies first fails the accept (rule 5) instead of raising a lone CLOSE.
+    /// Accept a raised request: send the reply, hand the flow to the datapath and
+    /// complete. In peer-to-peer mode ESTABLISHED waits for the initiator's RTR
+    /// ([`Owed::Established`]).
     fn accept<H: Nic>(
         &mut self,
         nic: &mut H,
@@ -326,16 +326,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         {
             return fail(self, nic, ENOMEM);
         }
+        self.complete(nic, tag, 0, handle);
         if neg.peer_to_peer {
             self.conns[i].state = State::AwaitRtr;
-            self.conns[i].owed = Owed::AcceptCompletion(tag);
+            self.conns[i].owed = Owed::Established;
             self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
             self.arm(i, true, true);
         } else {
             self.conns[i].state = State::Established;
-            self.conns[i].owed = Owed::Close;
             self.arm(i, true, false);
-            self.complete(nic, tag, 0, handle);
             self.established(nic, i, EventKind::Established, PrivateData::None);
         }
     }
@@ -436,10 +435,6 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Lookup::Gone => return self.complete(nic, tag, 0, 0),
             Lookup::Unknown => return self.complete(nic, tag, -EINVAL, 0),
         };
-        // An accept in flight is answered first: every command completes.
-        if let Owed::AcceptCompletion(_) = self.conns[i].owed {
-            self.settle(nic, i, -ECONNRESET);
-        }
         self.detach(i);
         match self.conns[i].state {
             // Let a graceful close finish on the wire, silently.

@@ -26,8 +26,10 @@ use crate::timer::{Clock, TimerWheel};
 pub const MAX_LISTENERS: usize = 16;
 const _: () = assert!(MAX_LISTENERS <= u16::BITS as usize);
 /// Records one input (a command, a frame, a report, a timer) can produce at most; input is
-/// taken only while the host queue has this much room.
-pub(crate) const RECORDS_PER_INPUT: usize = 2;
+/// taken only while the host queue has this much room. Three: a disconnect of an
+/// accepted connection still waiting for its RTR completes, then raises ESTABLISHED and
+/// CLOSE ([`Owed::Established`]).
+pub(crate) const RECORDS_PER_INPUT: usize = 3;
 const NO_BUFFER: u16 = u16::MAX;
 const NO_LISTENER: u8 = u8::MAX;
 /// The peer did not offer window scaling (RFC 7323: then neither side scales).
@@ -74,14 +76,18 @@ pub(crate) enum Owed {
     Answer,
     /// Exactly one CONNECT_REPLY (contract rule 4).
     ConnectReply,
-    /// The completion of an accept waiting for the RTR (this tag), then nothing.
-    AcceptCompletion(u32),
+    /// ESTABLISHED, then CLOSE: an accepted connection waiting for the initiator's RTR.
+    /// Its accept completed when the reply went out, as the kernel's providers return
+    /// from accept, so no host thread waits on the network; one that dies before the
+    /// RTR raises ESTABLISHED and then CLOSE with the failure (rule 5: never CLOSE
+    /// alone), as siw does for a connection lost while accepting.
+    Established,
     /// CLOSE, last and exactly once (rule 6).
     Close,
 }
 
-/// One connection: [`CONNECTION_ENTRY_BYTES`] (80), held under the design's 128 at compile
-/// time; with the index and the timers, 65,536 connections take 6.9 MB.
+/// One connection: [`CONNECTION_ENTRY_BYTES`] (72), held under the design's 128 at compile
+/// time; with the index and the timers, 65,536 connections take 6.4 MB.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Conn {
     pub state: State,
@@ -995,9 +1001,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Owed::ConnectReply => {
                 self.raise(nic, i, EventKind::ConnectReply, status, PrivateData::None)
             }
-            Owed::AcceptCompletion(tag) => {
-                let handle = self.handle(i);
-                self.complete(nic, tag, status, handle);
+            Owed::Established => {
+                self.raise(nic, i, EventKind::Established, 0, PrivateData::None);
+                self.raise(nic, i, EventKind::Close, status, PrivateData::None);
             }
             Owed::Close => self.raise(nic, i, EventKind::Close, status, PrivateData::None),
         }

@@ -684,14 +684,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.timers.disarm(i);
     }
 
-    /// The responder's negotiation is over: the accept completes, then ESTABLISHED.
+    /// The responder's negotiation is over: ESTABLISHED.
     #[inline(always)]
     fn rtr_arrived<H: Nic>(&mut self, nic: &mut H, i: usize) {
         self.conns[i].state = State::Established;
-        if let Owed::AcceptCompletion(tag) = self.conns[i].owed {
-            let handle = self.handle(i);
-            self.complete(nic, tag, 0, handle);
-        }
         self.established(nic, i, EventKind::Established, PrivateData::None);
     }
 

@@ -237,8 +237,8 @@ fn a_full_host_queue_defers_input_and_loses_nothing() {
         peer.saw_all(&synack);
         bench.deliver(peer.ack());
     }
-    // Room for three records: requests beyond that wait in the RX queue.
-    bench.hal.host_room = 3;
+    // Room for four records: requests beyond two wait in the RX queue.
+    bench.hal.host_room = 4;
     for peer in &mut peers {
         bench.hal.receive(peer.data(&request_v2(OFFER, 1, 1, b"")));
     }
@@ -246,7 +246,7 @@ fn a_full_host_queue_defers_input_and_loses_nothing() {
     assert_eq!(
         bench.hal.records.len(),
         2,
-        "input is taken only with room for two records"
+        "input is taken only with room for three records"
     );
     assert_eq!(bench.hal.rx.len(), 4);
     let mut events = bench.out();
@@ -516,13 +516,13 @@ mod backlog_counts_undelivered_requests {
         bench.command(Command::Delivered { conn: accepted });
         bench.sent();
         let (peer, _, out) = request_from(&mut bench, 40002);
-        let dead = event(&out[1]).conn;
+        let dead = event(&out[2]).conn;
         bench.deliver(peer.rst());
         bench.command(Command::Delivered { conn: dead });
         assert_eq!(
-            briefs(&out[..1]),
-            [format!("DONE({})", -EINVAL)],
-            "the accept waits for the RTR"
+            briefs(&out[..2]),
+            ["DONE(0)".to_string(), format!("DONE({})", -EINVAL)],
+            "the accept completes; its request, waiting for the RTR, is answered"
         );
         assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ECONNRESET)]);
         assert_eq!(bench.fw.counters().backlog_refused, 0);

@@ -92,7 +92,7 @@ mod await_accept {
         let bytes = request_v2(OFFER, 8, 8, b"");
         bench.listen(PORT, 8);
         // Room for one input's records: after the CONNECT_REQUEST, less than that.
-        bench.hal.host_room = 2;
+        bench.hal.host_room = 3;
         let mut peer = Peer::new(40000, PORT, 7_000);
         bench.deliver(peer.syn());
         peer.saw_all(&bench.sent());
@@ -107,7 +107,7 @@ mod await_accept {
     /// that comes whole as iwnic sends it, or the firmware, which gets every other
     /// (here, the same bytes steered to it).
     #[test]
-    fn v2_peer_to_peer_accept_waits_for_the_rtr() {
+    fn v2_peer_to_peer_established_waits_for_the_rtr() {
         for (taken_by_datapath, deliver_rtr) in [
             (true, Bench::arrive as fn(&mut Bench, Vec<u8>)),
             (false, Bench::deliver),
@@ -142,7 +142,9 @@ mod await_accept {
                 (reply[0].seq + reply[0].len(), peer.snd_nxt)
             );
             assert_eq!(flow.tuple.remote_port, 40000);
-            assert!(bench.out().is_empty(), "accept completes only with the RTR");
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["DONE(0)"], "the accept completes at once");
+            assert_eq!(done(&out[0]).tag, tag);
             assert_eq!(bench.fw.state(request.conn), Some(State::AwaitRtr));
 
             let sent_before = bench.fw.counters().frames_sent;
@@ -165,9 +167,12 @@ mod await_accept {
                 "the firmware rewrites the flow only when it judged the RTR"
             );
             let out = bench.out();
-            assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
-            assert_eq!(done(&out[0]).tag, tag);
-            assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 8));
+            assert_eq!(
+                briefs(&out),
+                ["Established(0)"],
+                "ESTABLISHED waits for the RTR"
+            );
+            assert_eq!((event(&out[0]).ird, event(&out[0]).ord), (8, 8));
             assert_eq!(bench.fw.state(request.conn), Some(State::Established));
             assert_eq!(
                 bench.fw.buffers_in_use(),
@@ -380,32 +385,35 @@ mod established_reply_buffered {
 mod await_rtr {
     use super::*;
 
-    /// The accept `tag` completed with -ECONNRESET and no event followed; the connection
-    /// and its flow are gone.
-    fn assert_accept_reset(bench: &mut Bench, tag: u32) {
-        let out = bench.out();
+    /// The connection died before its RTR: ESTABLISHED, then CLOSE with `status` (rule 5:
+    /// never CLOSE alone, as siw raises for a connection lost while accepting); the
+    /// connection and its flow are gone.
+    fn assert_established_then_closed(bench: &mut Bench, status: i32) {
         assert_eq!(
-            briefs(&out),
-            [format!("DONE({})", -ECONNRESET)],
-            "no event after a failed accept"
+            briefs(&bench.out()),
+            ["Established(0)".to_string(), format!("Close({status})")]
         );
-        assert_eq!(done(&out[0]).tag, tag);
         assert!(bench.hal.flows.is_empty(), "the flow is taken back");
         assert_eq!(bench.fw.connections(), 0);
     }
 
-    fn until_reply(bench: &mut Bench) -> (Peer, u32, u32) {
+    /// The reply sent and the accept completed at once: no host thread waits for the
+    /// initiator's RTR, which raises ESTABLISHED.
+    fn until_reply(bench: &mut Bench) -> (Peer, u32) {
         let (mut peer, request) = passive_until_request(bench, &request_v2(OFFER, 16, 16, b""));
         let tag = accept(bench, request.conn, b"");
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["DONE(0)"]);
+        assert_eq!(done(&out[0]).tag, tag);
         let reply = bench.sent();
         peer.saw_all(&reply);
-        (peer, request.conn, tag)
+        (peer, request.conn)
     }
 
     #[test]
     fn a_lost_reply_is_sent_again() {
         let mut bench = Bench::default();
-        let (peer, _, _) = until_reply(&mut bench);
+        let (peer, _) = until_reply(&mut bench);
         bench.advance(999);
         assert!(bench.sent().is_empty());
         bench.advance(1);
@@ -416,22 +424,22 @@ mod await_rtr {
     }
 
     #[test]
-    fn an_rtr_with_a_bad_crc_fails_the_accept_with_terminate() {
+    fn an_rtr_with_a_bad_crc_is_terminated_and_closes_the_connection() {
         let mut bench = Bench::default();
-        let (mut peer, _, tag) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         let mut bad = rtr(RtrTypes::READ);
         bad[5] ^= 1;
         bench.deliver(peer.data(&bad));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
         assert_eq!(terminate_code(&segs[0].payload), 0x02);
-        assert_accept_reset(&mut bench, tag);
+        assert_established_then_closed(&mut bench, -ECONNRESET);
     }
 
     #[test]
     fn an_rtr_of_another_type_is_terminated_0x07() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         bench.deliver(peer.data(&rtr(RtrTypes::WRITE)));
         let segs = bench.sent();
         assert_eq!(terminate_code(&segs[0].payload), 0x07);
@@ -443,7 +451,7 @@ mod await_rtr {
     #[test]
     fn a_taken_rtr_of_another_type_is_terminated_0x07() {
         let mut bench = Bench::default();
-        let (mut peer, _, tag) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["ACK", "DATA", "RST"]);
@@ -453,17 +461,17 @@ mod await_rtr {
             (peer.rcv_nxt, Some(peer.snd_nxt))
         );
         assert_eq!(bench.fw.counters().rtr_mismatch, 1);
-        assert_accept_reset(&mut bench, tag);
+        assert_established_then_closed(&mut bench, -ECONNRESET);
     }
 
     /// The RTR's ACK covered the reply: its timer is gone and its buffer free.
     #[test]
     fn a_taken_rtr_leaves_nothing_to_send_again() {
         let mut bench = Bench::default();
-        let (mut peer, conn, _) = until_reply(&mut bench);
+        let (mut peer, conn) = until_reply(&mut bench);
         bench.arrive(peer.data(&rtr(RtrTypes::READ)));
         bench.sent();
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(briefs(&bench.out()), ["Established(0)"]);
         assert_eq!(bench.fw.buffers_in_use(), 0);
         bench.advance(60_000);
         assert!(bench.sent().is_empty());
@@ -478,7 +486,7 @@ mod await_rtr {
     #[test]
     fn a_fin_behind_a_taken_rtr_finds_the_connection_established() {
         let mut bench = Bench::default();
-        let (mut peer, conn, _) = until_reply(&mut bench);
+        let (mut peer, conn) = until_reply(&mut bench);
         bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
         bench.hal.arrive(peer.fin());
         bench.poll();
@@ -488,10 +496,7 @@ mod await_rtr {
             (segs[1].seq, segs[1].ack),
             (peer.rcv_nxt, Some(peer.snd_nxt))
         );
-        assert_eq!(
-            briefs(&bench.out()),
-            ["DONE(0)", "Established(0)", "Disconnect(0)"]
-        );
+        assert_eq!(briefs(&bench.out()), ["Established(0)", "Disconnect(0)"]);
         assert_eq!(bench.fw.state(conn), Some(State::LastAck));
     }
 
@@ -500,18 +505,17 @@ mod await_rtr {
     #[test]
     fn a_report_after_the_connection_ended_is_ignored() {
         let mut bench = Bench::default();
-        let (mut peer, conn, tag) = until_reply(&mut bench);
+        let (mut peer, conn) = until_reply(&mut bench);
         bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
         bench.command(Command::Release { conn });
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["ACK", "RST"]);
         assert_eq!(segs[1].seq, peer.rcv_nxt);
-        let out = bench.out();
         assert_eq!(
-            briefs(&out),
-            [format!("DONE({})", -ECONNRESET), "DONE(0)".to_string()]
+            briefs(&bench.out()),
+            ["DONE(0)"],
+            "the released id hears nothing"
         );
-        assert_eq!(done(&out[0]).tag, tag);
         assert!(bench.hal.flow_events.is_empty(), "the report was taken");
         assert_eq!(bench.fw.connections(), 0);
         assert!(bench.hal.flows.is_empty());
@@ -523,14 +527,14 @@ mod await_rtr {
     #[test]
     fn an_rtr_sent_whole_after_a_piece_is_taken_at_the_flows_numbers() {
         let mut bench = Bench::default();
-        let (mut peer, conn, _) = until_reply(&mut bench);
+        let (mut peer, conn) = until_reply(&mut bench);
         let start = peer.snd_nxt;
         let whole = rtr(RtrTypes::READ);
         bench.deliver(peer.data(&whole[..7]));
         let ack = bench.sent();
         assert_eq!(ack[0].ack, Some(start + 7), "the firmware took the piece");
         bench.arrive(peer.again(TcpControl::Psh, start, &whole));
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(briefs(&bench.out()), ["Established(0)"]);
         assert_eq!(bench.fw.buffers_in_use(), 0);
         peer.snd_nxt = start + whole.len() as u32;
         peer.saw_all(&bench.sent());
@@ -546,24 +550,23 @@ mod await_rtr {
     #[test]
     fn an_rtr_in_pieces_is_collected() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         let whole = rtr(RtrTypes::READ);
         for piece in whole.chunks(7) {
             bench.deliver(peer.data(piece));
         }
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        assert_eq!(briefs(&bench.out()), ["Established(0)"]);
     }
 
     #[test]
-    fn no_rtr_in_time_fails_the_accept() {
+    fn no_rtr_in_time_closes_the_connection() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         // The peer acknowledges the reply but never sends the rest of the RTR.
         bench.deliver(peer.ack());
         bench.deliver(peer.data(&rtr(RtrTypes::READ)[..7]));
         bench.sent();
         bench.advance(10_000);
-        assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ETIMEDOUT)]);
         let rst = bench.sent();
         assert_eq!(kinds(&rst), ["RST"]);
         // At the firmware's sequence numbers, which moved past the flow context written
@@ -572,13 +575,41 @@ mod await_rtr {
         // The retransmission timer ran out first with the reply acknowledged: nothing
         // was sent again, only the phase timer was left.
         assert_eq!(bench.fw.counters().retransmissions, 0);
+        assert_established_then_closed(&mut bench, -ETIMEDOUT);
+    }
+
+    /// A host that does not wait for ESTABLISHED before it disconnects (the driver
+    /// does, as the kernel's iw_cm): the setup is given up, and the one input raises
+    /// three records.
+    #[test]
+    fn a_disconnect_before_the_rtr_closes_the_connection() {
+        let mut bench = Bench::default();
+        let (peer, conn) = until_reply(&mut bench);
+        bench.hal.host_room = 3;
+        let tag = bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        let out = bench.out();
+        assert_eq!(
+            briefs(&out),
+            [
+                "DONE(0)".to_string(),
+                "Established(0)".to_string(),
+                format!("Close({})", -ECONNRESET)
+            ]
+        );
+        assert_eq!(done(&out[0]).tag, tag);
+        let rst = bench.sent();
+        assert_eq!(kinds(&rst), ["RST"]);
+        assert_eq!(rst[0].seq, peer.rcv_nxt);
         assert_eq!(bench.fw.connections(), 0);
     }
 
     #[test]
-    fn rst_fails_the_accept() {
+    fn an_rst_before_the_rtr_closes_the_connection() {
         let mut bench = Bench::default();
-        let (mut peer, _, tag) = until_reply(&mut bench);
+        let (mut peer, _) = until_reply(&mut bench);
         // A piece of the RTR moves rcv_nxt on: an RST behind it is old and ignored (the
         // firmware's numbers count, not the context written at accept).
         let start = peer.snd_nxt;
@@ -586,7 +617,7 @@ mod await_rtr {
         bench.deliver(peer.again(TcpControl::Rst, start + 1, &[]));
         assert!(bench.out().is_empty());
         bench.deliver(peer.rst());
-        assert_accept_reset(&mut bench, tag);
+        assert_established_then_closed(&mut bench, -ECONNRESET);
     }
 }
 
