@@ -958,11 +958,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     .copied()
                     .unwrap_or(0);
                 // The initiator's IRD and ORD as far as this device can honour them, so
-                // an application may accept with them as they are; a revision-1
-                // request (no negotiation, 0x3FFF) offers the device's limits.
+                // an application may accept with them as they are: its IRD bounds our
+                // ORD and its ORD our IRD (RFC 6581 §5; rdma_cm accepts with ord = the
+                // event's ird, ird = its ord). A revision-1 request (no negotiation,
+                // 0x3FFF) offers the device's limits, crossed the same way.
                 (
-                    c.neg.peer_ird.min(config.max_ird),
-                    c.neg.peer_ord.min(config.max_ord),
+                    c.neg.peer_ird.min(config.max_ord),
+                    c.neg.peer_ord.min(config.max_ird),
                     u32::from(generation) << 16 | u32::from(c.listener),
                 )
             }

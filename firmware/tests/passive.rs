@@ -222,8 +222,8 @@ mod await_accept {
         let mut bench = Bench::default();
         let (_peer, request) = passive_until_request(&mut bench, &request_v1(b"v1"));
         // No IRD/ORD negotiation in revision 1: the request offers the device's limits,
-        // which an accept may pass back as they are.
-        let limits = (bench.fw.config().max_ird, bench.fw.config().max_ord);
+        // which an accept may pass back as they are (its ird as our ord).
+        let limits = (bench.fw.config().max_ord, bench.fw.config().max_ird);
         assert_eq!((request.ird, request.ord), limits);
         accept(&mut bench, request.conn, b"yes");
         let reply = bench.sent();
@@ -1026,9 +1026,31 @@ fn connect_request_event_describes_the_connection() {
     assert_eq!(ev.seq, 1);
 }
 
+/// The initiator's IRD bounds our ORD and its ORD our IRD: an application accepts with
+/// the event's values crossed as rdma_cm passes them (ord = ird, ird = ord), and that
+/// accept must be within the device's limits, which differ here.
 #[test]
 fn connect_request_ird_ord_are_within_the_device_limits() {
-    let mut bench = Bench::default();
-    let (_, ev) = passive_until_request(&mut bench, &request_v2(OFFER, 200, 3, b""));
-    assert_eq!((ev.ird, ev.ord), (bench.fw.config().max_ird, 3));
+    let limits = Config {
+        max_ird: 8,
+        max_ord: 4,
+        ..config()
+    };
+    for (request, offered) in [
+        (request_v2(OFFER, 200, 3, b""), (4, 3)),
+        (request_v2(OFFER, 2, 200, b""), (2, 8)),
+        (request_v1(b""), (4, 8)),
+    ] {
+        let mut bench = Bench::with(limits);
+        let (_, ev) = passive_until_request(&mut bench, &request);
+        assert_eq!((ev.ird, ev.ord), offered);
+        bench.command(Command::Accept {
+            conn: ev.conn,
+            ird: ev.ord,
+            ord: ev.ird,
+            qpn: 1,
+            private_data: b"",
+        });
+        assert_eq!(briefs(&bench.out())[0], "DONE(0)");
+    }
 }
