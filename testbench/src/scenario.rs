@@ -292,6 +292,9 @@ pub fn run_with_wave(
             .map_err(|e| format!("connect: {e}"))
     };
     let (mut issued, mut replies) = (0, 0);
+    // CLOSEs of connections that died after they were up (an accepted one that lost its
+    // RTR raises ESTABLISHED, then CLOSE), counted with those of the close below.
+    let mut closed = 0;
     let mut a_up = Vec::new();
     let mut b_up = Vec::new();
     while replies < scenario.connections || b_up.len() < a_up.len() {
@@ -324,6 +327,10 @@ pub fn run_with_wave(
                 failures.push(format!("CONNECT_REPLY {status}"));
             }
             (Side::B, EventKind::Established, _) => b_up.push(id),
+            (_, EventKind::Close, status) => {
+                closed += 1;
+                failures.push(format!("CLOSE {status} during setup"));
+            }
             _ => {}
         }
     }
@@ -394,7 +401,6 @@ pub fn run_with_wave(
             failures.push(format!("disconnect: {e}"));
         }
     }
-    let mut closed = 0;
     while closed < to_close {
         let Ok((_, _, event)) = reports.recv_timeout(scenario.patience) else {
             failures.push(format!("close stuck: {closed} of {to_close} CLOSEs"));
