@@ -40,6 +40,10 @@ counters! {
     /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
     /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
     syns_challenged,
+    /// Segments whose ACK acknowledges bytes never sent, or lies further back than any
+    /// window the peer can advertise: dropped whole, data and FIN too, with a challenge
+    /// ACK (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5.2).
+    acks_unacceptable,
     /// Challenge ACKs not sent: an ACK to an invalid segment had gone within the
     /// connection's interval.
     challenge_acks_limited,

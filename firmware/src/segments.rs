@@ -11,8 +11,8 @@ use smoltcp::wire::TcpControl;
 
 use crate::hal::{FlowEvent, FlowEventKind, FlowWrite, FourTuple, Nic};
 use crate::machine::{
-    Machine, NegotiationBuffer, Owed, Payload, PrivateData, State, NO_WINDOW_SCALING,
-    RECORDS_PER_INPUT,
+    Machine, NegotiationBuffer, Owed, Payload, PrivateData, State, MAX_WINDOW_SHIFT,
+    NO_WINDOW_SCALING, RECORDS_PER_INPUT,
 };
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 
@@ -44,6 +44,20 @@ fn judge_rtr(rx: &[u8], agreed: RtrTypes) -> Result<Option<usize>, RtrError> {
         Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
         _ => Err(RtrError::Mismatch),
     }
+}
+
+/// Whether a segment's `ack` may be taken with our `snd_una` and `snd_nxt`: it
+/// acknowledges nothing never sent (RFC 9293 §3.10.7.4, fifth check) and is no further
+/// back than the largest window the peer can advertise with its `window_shift`, for
+/// RFC 5961 §5.2's MAX.SND.WND (kept per connection by Linux, bounded here by what the
+/// window field can say, so no valid ACK is refused).
+fn ack_acceptable(ack: u32, snd_una: u32, snd_nxt: u32, window_shift: u8) -> bool {
+    let shift = match window_shift {
+        NO_WINDOW_SCALING => 0,
+        shift => shift.min(MAX_WINDOW_SHIFT),
+    };
+    let max_window = i64::from(u16::MAX) << shift;
+    seq_diff(ack, snd_nxt) <= 0 && i64::from(seq_diff(ack, snd_una)) >= -max_window
 }
 
 /// The smallest MSS taken from a peer (Linux's TCP_MIN_MSS).
@@ -282,6 +296,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let Some(ack) = seg.ack else {
             return self.without_ack(nic, i, seg);
         };
+        let c = &self.conns[i];
+        // On a flow the datapath carries, its numbers judge the ACK (`in_fpdu_mode`).
+        if !c.datapath_numbers_current()
+            && !ack_acceptable(ack, c.snd_una, c.snd_nxt, c.peer_window_shift)
+        {
+            return self.unacceptable_ack(nic, i);
+        }
         self.take_ack(i, ack, seg.window);
         self.after_ack(nic, i);
         let fin = seg.control == TcpControl::Fin;
@@ -345,7 +366,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.send_ack(nic, i);
     }
 
-    /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN): our next sequence
+    /// A segment whose ACK is not acceptable (see [`ack_acceptable`]) takes nothing, data
+    /// and FIN included, and gets a challenge ACK, as Linux's `tcp_ack` answers one.
+    #[cold]
+    fn unacceptable_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
+        self.counters.acks_unacceptable += 1;
+        self.challenge(nic, i);
+    }
+
+    /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN, §5.2 for an ACK): our next sequence
     /// number and `rcv_nxt`, the datapath's on a flow it carries, so a peer that really
     /// lost the connection answers with an RST at exactly `rcv_nxt`. At most one per
     /// [`crate::Config::invalid_ack_interval`] (§7); `false` when none went. Cold:
@@ -826,6 +855,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let Some(ctx) = nic.read_flow(i as u16) else {
             return;
         };
+        let shift = self.conns[i].peer_window_shift;
+        if seg
+            .ack
+            .is_some_and(|ack| !ack_acceptable(ack, ctx.snd_una, ctx.snd_nxt, shift))
+        {
+            return self.unacceptable_ack(nic, i);
+        }
         let end = seg.seq.wrapping_add(seg.payload.len() as u32);
         if seg.control == TcpControl::Fin && end == ctx.rcv_nxt {
             self.take_back_flow(nic, i);

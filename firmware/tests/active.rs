@@ -99,6 +99,19 @@ mod syn_sent {
 mod await_reply {
     use super::*;
 
+    /// RFC 5961 §5.2's lower bound: a reply whose ACK lies further back than any window
+    /// the peer can advertise (65535 << 7 here) is a blind injection, dropped.
+    #[test]
+    fn a_reply_acknowledging_far_in_the_past_is_dropped() {
+        let mut bench = Bench::default();
+        let (peer, _, _) = active_until_request(&mut bench, true, b"");
+        let mut blind = peer.acknowledging(peer.rcv_nxt.wrapping_sub(0x4000_0000));
+        bench.deliver(blind.data(&reply(FrameKind::Accept, None, b"")));
+        assert!(bench.out().is_empty(), "no CONNECT_REPLY");
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.counters().acks_unacceptable, 1);
+    }
+
     #[test]
     fn the_request_is_revision_2_peer_to_peer_offering_write_and_read() {
         let mut bench = Bench::default();

@@ -51,6 +51,21 @@ fn host_closes(bench: &mut Bench, peer: &mut Peer, conn: u32) {
 mod established {
     use super::*;
 
+    /// A FIN steered to the firmware is judged by the datapath's numbers: one
+    /// acknowledging bytes the datapath never sent closes nothing.
+    #[test]
+    fn a_fin_acknowledging_unsent_bytes_is_dropped() {
+        let mut bench = Bench::default();
+        let (peer, conn) = established(&mut bench, 1_000);
+        let mut blind = peer.acknowledging(peer.rcv_nxt.wrapping_add(1_000_000));
+        bench.deliver(blind.fin());
+        assert!(bench.out().is_empty(), "no DISCONNECT");
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        assert_eq!(bench.hal.flows.len(), 1, "the flow stays in the datapath");
+        assert_eq!(bench.fw.counters().acks_unacceptable, 1);
+    }
+
     #[test]
     fn peer_fin_raises_disconnect_then_close_after_our_fin_is_acked() {
         let mut bench = Bench::default();
@@ -233,6 +248,25 @@ mod established {
 
 mod closing {
     use super::*;
+
+    #[test]
+    fn a_fin_acknowledging_unsent_bytes_does_not_end_fin_wait_2() {
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 0);
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        bench.out();
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+        let mut blind = peer.acknowledging(peer.rcv_nxt.wrapping_add(1_000_000));
+        bench.deliver(blind.fin());
+        assert!(bench.out().is_empty(), "no CLOSE");
+        assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+        assert_eq!(bench.fw.counters().acks_unacceptable, 1);
+    }
 
     #[test]
     fn a_lost_fin_is_sent_again_then_given_up() {

@@ -793,6 +793,22 @@ mod syn_received {
 mod await_request {
     use super::*;
 
+    /// RFC 9293 §3.10.7.4 (fifth check), RFC 5961 §5.2: a request whose ACK covers
+    /// bytes never sent is dropped, not raised, and draws a challenge ACK.
+    #[test]
+    fn a_request_acknowledging_unsent_bytes_is_dropped_with_an_ack() {
+        let mut bench = Bench::default();
+        let peer = handshake(&mut bench);
+        let mut blind = peer.acknowledging(peer.rcv_nxt.wrapping_add(100_000));
+        bench.deliver(blind.data(&request_v2(OFFER, 16, 16, b"blind")));
+        assert!(bench.out().is_empty(), "no CONNECT_REQUEST");
+        let sent = bench.sent();
+        assert_eq!(kinds(&sent), ["ACK"]);
+        assert_eq!(sent[0].ack, Some(peer.snd_nxt), "nothing taken");
+        assert_eq!(bench.fw.counters().acks_unacceptable, 1);
+        assert_eq!(bench.fw.connections(), 1, "the connection stays");
+    }
+
     fn handshake(bench: &mut Bench) -> Peer {
         bench.listen(PORT, 8);
         let mut peer = Peer::new(40000, PORT, 5);

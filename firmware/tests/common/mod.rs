@@ -567,6 +567,15 @@ impl Peer {
         }
     }
 
+    /// This peer acknowledging `ack`, whatever the NIC sent: what a blind attacker, or a
+    /// confused peer, builds.
+    pub fn acknowledging(&self, ack: u32) -> Peer {
+        Peer {
+            rcv_nxt: ack,
+            ..self.clone()
+        }
+    }
+
     /// A segment at `snd_nxt` without the ACK flag, not moving `snd_nxt`.
     pub fn without_ack(&self, control: TcpControl, payload: &[u8]) -> Vec<u8> {
         self.frame(control, self.snd_nxt, None, payload, false)
