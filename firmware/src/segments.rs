@@ -318,7 +318,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
         let skip = offset.unsigned_abs() as usize;
         let Some(payload) = seg.payload.get(skip..) else {
-            // Entirely old, FIN included: our ACK was lost; send it again.
+            // Entirely old, FIN included: our ACK was lost; send it again. In TIME_WAIT
+            // that is the peer's FIN again, which restarts the wait (RFC 9293
+            // §3.10.7.4, eighth step).
+            if fin && self.conns[i].state == State::TimeWait {
+                self.wait_two_msl(i);
+            }
             return self.duplicate_ack(nic, i, seg);
         };
         if payload.is_empty() && !fin {
@@ -896,6 +901,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].state = State::TimeWait;
         self.release_buffer(i);
         self.settle(nic, i, 0);
+        self.wait_two_msl(i);
+    }
+
+    fn wait_two_msl(&mut self, i: usize) {
         self.conns[i].phase_deadline = self.after(self.timeouts.time_wait);
         self.arm(i, false, true);
     }

@@ -116,13 +116,17 @@ mod established {
         bench.deliver(peer.fin());
         assert_eq!(kinds(&bench.sent()), ["ACK"]);
         assert_eq!(briefs(&bench.out()), ["Close(0)"]);
-        // TIME_WAIT holds the entry (not the handle) and answers a repeated FIN.
+        // TIME_WAIT holds the entry (not the handle) and answers a repeated FIN, which
+        // restarts its 2 MSL (RFC 9293 §3.10.7.4, eighth step).
         assert_eq!(bench.fw.state(conn), None);
         assert_eq!(bench.fw.connections(), 1);
         let seq = peer.snd_nxt - 1;
+        bench.advance(50_000);
         bench.deliver(peer.again(TcpControl::Fin, seq, &[]));
         assert_eq!(kinds(&bench.sent()), ["ACK"]);
-        bench.advance(60_000);
+        bench.advance(59_999);
+        assert_eq!(bench.fw.connections(), 1, "60 s from the repeated FIN");
+        bench.advance(1);
         assert_eq!(bench.fw.connections(), 0);
         assert!(bench.out().is_empty(), "CLOSE exactly once");
     }
