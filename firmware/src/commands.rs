@@ -218,7 +218,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let i = self
             .alloc(tuple, self.config.next_hop_mac, State::SynSent)
             .ok_or(ENOMEM)?;
-        if self.take_buffer(i).is_none() {
+        if self.take_buffer(nic, i).is_none() {
             self.free(i);
             return Err(ENOBUFS);
         }
@@ -307,7 +307,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if let Err(errno) = self.check_limits(ird, ord, private_data, self.conns[i].neg.enhanced) {
             return fail(self, nic, errno);
         }
-        if self.take_buffer(i).is_none() {
+        if self.take_buffer(nic, i).is_none() {
             return fail(self, nic, ENOBUFS);
         }
         let (reply, neg) = negotiation::accept(self.conns[i].neg, ird, ord, private_data);
@@ -376,7 +376,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let neg = self.conns[i].neg;
         let frame = negotiation::reject(&neg, private_data);
         let seq = self.conns[i].snd_nxt;
-        if self.take_buffer(i).is_none() || self.stage(i, seq, &frame).is_err() {
+        if self.take_buffer(nic, i).is_none() || self.stage(i, seq, &frame).is_err() {
             return self.abort(nic, i, -ECONNRESET);
         }
         self.counters.mpa_rejects_sent += 1;

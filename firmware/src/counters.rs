@@ -109,6 +109,9 @@ counters! {
     flow_table_full,
     /// Connections that needed a negotiation buffer when none was free.
     buffers_exhausted,
+    /// Negotiation buffers taken back, with every buffer in use, from connections in FPDU
+    /// mode whose bytes the datapath had seen acknowledged.
+    buffers_reclaimed,
     /// Host command records that failed to decode.
     bad_commands,
     /// Host commands completed with an error status.

@@ -184,6 +184,8 @@ pub(crate) struct NegotiationBuffer {
     pub tx: [u8; TX_CAPACITY],
     /// Next free buffer while on the free list.
     next_free: u16,
+    /// The connection that took it last (it holds it while its `buffer` names this one).
+    owner: u16,
     pub tx_len: u16,
     pub rx_len: u16,
     pub rx: [u8; MPA_MAX_FRAME_LEN],
@@ -203,6 +205,7 @@ const _: () = assert!(
 impl NegotiationBuffer {
     const EMPTY: NegotiationBuffer = NegotiationBuffer {
         next_free: NO_BUFFER,
+        owner: 0,
         tx_seq: 0,
         tx_len: 0,
         rx_len: 0,
@@ -227,6 +230,11 @@ impl NegotiationBuffer {
     /// Sequence number just past the unacknowledged bytes.
     pub fn tx_end(&self) -> u32 {
         self.tx_seq.wrapping_add(u32::from(self.tx_len))
+    }
+
+    /// Whether an acknowledgement up to `snd_una` covers every byte staged here.
+    pub fn acknowledged_by(&self, snd_una: u32) -> bool {
+        (snd_una.wrapping_sub(self.tx_end()) as i32) >= 0
     }
 }
 
@@ -715,20 +723,58 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         c.listener = NO_LISTENER;
     }
 
-    pub(crate) fn take_buffer(&mut self, i: usize) -> Option<usize> {
+    pub(crate) fn take_buffer<H: Nic>(&mut self, nic: &mut H, i: usize) -> Option<usize> {
         if self.conns[i].buffer != NO_BUFFER {
             return Some(usize::from(self.conns[i].buffer));
         }
+        match self.pop_free_buffer(i) {
+            Some(b) => Some(b),
+            None => self.take_reclaimed_buffer(nic, i),
+        }
+    }
+
+    /// The free list's head, given to connection `i`.
+    #[inline(always)]
+    fn pop_free_buffer(&mut self, i: usize) -> Option<usize> {
         let b = self.free_buffer_head;
-        let Some(buf) = self.buffers.get_mut(usize::from(b)) else {
-            self.counters.buffers_exhausted += 1;
-            return None;
-        };
+        let buf = self.buffers.get_mut(usize::from(b))?;
         self.free_buffer_head = buf.next_free;
         self.buffers_free -= 1;
         (buf.tx_len, buf.rx_len, buf.tx_seq, buf.next_free) = (0, 0, 0, NO_BUFFER);
+        buf.owner = i as u16;
         self.conns[i].buffer = b;
         Some(usize::from(b))
+    }
+
+    /// Every buffer is taken: those of connections in FPDU mode whose bytes the
+    /// datapath has seen acknowledged go back to the pool, and `i` takes one of them.
+    /// Such a connection (an accept without peer-to-peer, its reply not yet acknowledged
+    /// when the flow was handed over) looks only when its retransmission timer fires, an
+    /// RTO later, so without this a burst of accepts would find the pool held by replies
+    /// long acknowledged. Cold: a flow read per buffer, out of line.
+    #[cold]
+    #[inline(never)]
+    fn take_reclaimed_buffer<H: Nic>(&mut self, nic: &mut H, i: usize) -> Option<usize> {
+        for b in 0..self.buffers.len() {
+            let owner = usize::from(self.buffers[b].owner);
+            let Some(c) = self.conns.get(owner) else {
+                continue;
+            };
+            if usize::from(c.buffer) != b || !c.datapath_numbers_current() {
+                continue;
+            }
+            let acknowledged = nic
+                .read_flow(owner as u16)
+                .is_some_and(|ctx| self.buffers[b].acknowledged_by(ctx.snd_una));
+            if acknowledged {
+                self.counters.buffers_reclaimed += 1;
+                self.release_buffer(owner);
+                self.timers.disarm(owner);
+            }
+        }
+        let taken = self.pop_free_buffer(i);
+        self.counters.buffers_exhausted += u32::from(taken.is_none());
+        taken
     }
 
     pub(crate) fn buffer(&self, i: usize) -> Option<&NegotiationBuffer> {
@@ -1212,7 +1258,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             // keep it from other connections' negotiations.
             return self.release_buffer(i);
         };
-        if (ctx.snd_una.wrapping_sub(tx_end) as i32) >= 0 {
+        if self
+            .buffer(i)
+            .is_some_and(|b| b.acknowledged_by(ctx.snd_una))
+        {
             self.release_buffer(i);
             return;
         }

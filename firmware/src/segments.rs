@@ -541,7 +541,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let have = self.buffer(i).map_or(0, |b| usize::from(b.rx_len));
         let whole =
             have == 0 && Frame::<&[u8]>::frame_len(payload).is_ok_and(|len| len <= payload.len());
-        if !whole && !payload.is_empty() && self.take_buffer(i).is_none() {
+        if !whole && !payload.is_empty() && self.take_buffer(nic, i).is_none() {
             return self.abort(nic, i, -ECONNRESET);
         }
         let take = match whole {

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use iwnic_firmware::{Config, State};
-use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
+use iwnic_proto::errno::{ECONNRESET, ENOBUFS, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes};
 use iwnic_proto::smoltcp_wire::TcpControl;
@@ -366,6 +366,52 @@ mod established_reply_buffered {
         assert!(bench.sent().is_empty());
         assert_eq!(bench.fw.buffers_in_use(), 0);
         assert_eq!(bench.fw.counters().retransmissions, 1);
+    }
+
+    /// With every buffer held, replies the datapath has seen acknowledged give theirs
+    /// back at once instead of at their owners' next RTO; unacknowledged ones keep them.
+    #[test]
+    fn acknowledged_replies_are_reclaimed_when_the_buffers_run_out() {
+        const BUFFERS: u16 = 8; // Fw's
+        let mut bench = Bench::default();
+        bench.listen(PORT, 64);
+        let accept_from = |bench: &mut Bench, port: u16| {
+            let mut peer = Peer::new(port, PORT, 5);
+            bench.deliver(peer.syn());
+            peer.saw_all(&bench.sent());
+            bench.deliver(peer.ack());
+            bench.deliver(peer.data(&request_v1(b"")));
+            let conn = event(&bench.out()[0]).conn;
+            accept(bench, conn, b"");
+            peer.saw_all(&bench.sent());
+            briefs(&bench.out())
+        };
+        for n in 0..BUFFERS {
+            assert_eq!(
+                accept_from(&mut bench, 41000 + n),
+                ["DONE(0)", "Established(0)"]
+            );
+        }
+        assert_eq!(
+            accept_from(&mut bench, 42000),
+            [format!("DONE({})", -ENOBUFS)],
+            "no reply acknowledged yet: nothing to take back"
+        );
+        for flow in bench.hal.flows.values_mut() {
+            flow.snd_una = flow.snd_nxt;
+        }
+        assert_eq!(
+            accept_from(&mut bench, 42001),
+            ["DONE(0)", "Established(0)"]
+        );
+        assert_eq!(bench.fw.counters().buffers_reclaimed, u32::from(BUFFERS));
+        assert_eq!(bench.fw.buffers_in_use(), 1);
+        for flow in bench.hal.flows.values_mut() {
+            flow.snd_una = flow.snd_nxt;
+        }
+        bench.advance(60_000);
+        assert!(bench.sent().is_empty(), "nothing sent again");
+        assert_eq!(bench.fw.buffers_in_use(), 0);
     }
 
     /// A datapath that holds no context for the flow cannot say what was acknowledged:
