@@ -40,6 +40,9 @@ counters! {
     /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
     /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
     syns_challenged,
+    /// SYNs above the numbers of a connection in TIME_WAIT that ended it and opened a new
+    /// connection from the listener (RFC 6191).
+    time_wait_reopened,
     /// Segments whose ACK acknowledges bytes never sent, or lies further back than any
     /// window the peer can advertise: dropped whole, data and FIN too, with a challenge
     /// ACK (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5.2).

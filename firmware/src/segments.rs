@@ -150,6 +150,27 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.arm(i, true, false);
     }
 
+    /// The listener of `seg`, a new SYN for connection `i` in TIME_WAIT, if `i` gives way
+    /// to it and is gone: RFC 1122 §4.2.2.13 lets a SYN above the old connection's
+    /// numbers reopen it (Linux's `TCP_TW_SYN`, RFC 6191) if the new ISS lies above every
+    /// number the old one used, which the ISN clock gives unless that connection sent
+    /// more bytes than the clock has moved since it began. Otherwise the SYN gets the
+    /// challenge ACK of any synchronized state. Cold and out of line: only SYNs of
+    /// known tuples.
+    #[cold]
+    #[inline(never)]
+    fn time_wait_gives_way(&mut self, i: usize, seg: &TcpSegment) -> Option<usize> {
+        let c = &self.conns[i];
+        let reopens = c.state == State::TimeWait
+            && seg.ack.is_none()
+            && seq_diff(seg.seq, c.rcv_nxt) > 0
+            && seq_diff(self.isn(&c.tuple), c.snd_nxt) > 0;
+        let listener = self.find_listener(&c.tuple).filter(|_| reopens)?;
+        self.counters.time_wait_reopened += 1;
+        self.free(i);
+        Some(listener)
+    }
+
     fn take_peer_options(&mut self, i: usize, seg: &TcpSegment) {
         let c = &mut self.conns[i];
         // RFC 9293's default without the option; a smaller MSS than Linux's floor
@@ -288,6 +309,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// takes nothing (RFC 9293 §3.10.7.4, fourth and fifth checks).
     fn in_stream<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         if seg.control == TcpControl::Syn {
+            let tuple = self.conns[i].tuple;
+            if let Some(l) = self.time_wait_gives_way(i, seg) {
+                return self.on_syn(nic, l, tuple, seg);
+            }
             if self.challenge(nic, i) {
                 self.counters.syns_challenged += 1;
             }

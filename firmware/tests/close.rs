@@ -253,6 +253,58 @@ mod established {
 mod closing {
     use super::*;
 
+    /// We closed first and the peer's FIN came: TIME_WAIT. Returns the peer and our
+    /// last sequence number (the FIN's).
+    fn time_wait(bench: &mut Bench) -> (Peer, u32) {
+        let (mut peer, conn) = established(bench, 5_000);
+        bench.command(Command::Disconnect {
+            conn,
+            abrupt: false,
+        });
+        let fin = bench.sent();
+        peer.saw_all(&fin);
+        bench.deliver(peer.ack());
+        bench.deliver(peer.fin());
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Close(0)"]);
+        (peer, fin[0].seq)
+    }
+
+    /// RFC 1122 §4.2.2.13, RFC 6191: a new SYN above the old connection's numbers opens
+    /// a new connection from the listener at once, if the ISN clock has moved past every
+    /// number the old one used; else (here the 5,000 bytes the datapath carried are more
+    /// than the clock's 4 µs ticks since), or for a SYN at or below those numbers, it is
+    /// challenged and TIME_WAIT stays.
+    #[test]
+    fn a_new_syn_in_time_wait_opens_a_new_connection() {
+        let mut bench = Bench::default();
+        let (peer, our_fin) = time_wait(&mut bench);
+        let mut again = Peer::new(peer.port, PORT, peer.snd_nxt.wrapping_add(1_000_000));
+        bench.deliver(again.syn());
+        assert_challenge_ack(&bench.sent(), &peer);
+        // A second later the clock has moved 250,000 ticks on.
+        bench.advance(1_000);
+        let mut old = Peer::new(peer.port, PORT, peer.snd_nxt.wrapping_sub(1));
+        bench.deliver(old.syn());
+        assert_challenge_ack(&bench.sent(), &peer);
+        assert_eq!(bench.fw.counters().time_wait_reopened, 0);
+        let mut again = Peer::new(peer.port, PORT, peer.snd_nxt.wrapping_add(1_000_000));
+        bench.deliver(again.syn());
+        let syn_ack = bench.sent();
+        assert_eq!(kinds(&syn_ack), ["SYN-ACK"]);
+        assert_eq!(syn_ack[0].ack, Some(again.snd_nxt));
+        assert!(
+            syn_ack[0].seq.wrapping_sub(our_fin) as i32 > 0,
+            "the new ISS lies past the old connection's numbers"
+        );
+        assert_eq!(bench.fw.counters().time_wait_reopened, 1);
+        assert_eq!(bench.fw.connections(), 1, "TIME_WAIT gave its entry up");
+        again.saw_all(&syn_ack);
+        bench.deliver(again.ack());
+        bench.deliver(again.data(&request_v2(RtrTypes::READ, 16, 16, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    }
+
     #[test]
     fn a_fin_acknowledging_unsent_bytes_does_not_end_fin_wait_2() {
         let mut bench = Bench::default();
