@@ -36,6 +36,26 @@ fn established(bench: &mut Bench, carried: u32) -> (Peer, u32) {
     (peer, request.conn)
 }
 
+/// The host disconnects an established connection (`established(bench, 5_000)`), the
+/// peer acknowledges our FIN and sends its own: TIME_WAIT, CLOSE 0 raised. Returns the
+/// peer, the connection's handle and our FIN's sequence number.
+fn time_wait(bench: &mut Bench) -> (Peer, u32, u32) {
+    let (mut peer, conn) = established(bench, 5_000);
+    let our_fin = peer.rcv_nxt;
+    host_closes(bench, &mut peer, conn);
+    assert_eq!(
+        peer.rcv_nxt,
+        our_fin + 1,
+        "the FIN at the datapath's numbers"
+    );
+    bench.deliver(peer.ack());
+    assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+    bench.deliver(peer.fin());
+    assert_eq!(kinds(&bench.sent()), ["ACK"]);
+    assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+    (peer, conn, our_fin)
+}
+
 /// The host disconnects gracefully; the peer sees our FIN.
 fn host_closes(bench: &mut Bench, peer: &mut Peer, conn: u32) {
     bench.command(Command::Disconnect {
@@ -102,20 +122,7 @@ mod established {
     #[test]
     fn host_disconnect_closes_gracefully_through_time_wait() {
         let mut bench = Bench::default();
-        let (mut peer, conn) = established(&mut bench, 5_000);
-        bench.command(Command::Disconnect {
-            conn,
-            abrupt: false,
-        });
-        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
-        let fin = bench.sent();
-        assert_eq!((fin[0].kind(), fin[0].seq), ("FIN", peer.rcv_nxt));
-        peer.saw_all(&fin);
-        bench.deliver(peer.ack());
-        assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
-        bench.deliver(peer.fin());
-        assert_eq!(kinds(&bench.sent()), ["ACK"]);
-        assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+        let (peer, conn, _) = time_wait(&mut bench);
         // TIME_WAIT holds the entry (not the handle) and answers a repeated FIN, which
         // restarts its 2 MSL (RFC 9293 §3.10.7.4, eighth step).
         assert_eq!(bench.fw.state(conn), None);
@@ -253,23 +260,6 @@ mod established {
 mod closing {
     use super::*;
 
-    /// We closed first and the peer's FIN came: TIME_WAIT. Returns the peer and our
-    /// last sequence number (the FIN's).
-    fn time_wait(bench: &mut Bench) -> (Peer, u32) {
-        let (mut peer, conn) = established(bench, 5_000);
-        bench.command(Command::Disconnect {
-            conn,
-            abrupt: false,
-        });
-        let fin = bench.sent();
-        peer.saw_all(&fin);
-        bench.deliver(peer.ack());
-        bench.deliver(peer.fin());
-        assert_eq!(kinds(&bench.sent()), ["ACK"]);
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Close(0)"]);
-        (peer, fin[0].seq)
-    }
-
     /// RFC 1122 §4.2.2.13, RFC 6191: a new SYN above the old connection's numbers opens
     /// a new connection from the listener at once, if the ISN clock has moved past every
     /// number the old one used; else (here the 5,000 bytes the datapath carried are more
@@ -278,7 +268,7 @@ mod closing {
     #[test]
     fn a_new_syn_in_time_wait_opens_a_new_connection() {
         let mut bench = Bench::default();
-        let (peer, our_fin) = time_wait(&mut bench);
+        let (peer, _, our_fin) = time_wait(&mut bench);
         let mut again = Peer::new(peer.port, PORT, peer.snd_nxt.wrapping_add(1_000_000));
         bench.deliver(again.syn());
         assert_challenge_ack(&bench.sent(), &peer);
@@ -309,12 +299,7 @@ mod closing {
     fn a_fin_acknowledging_unsent_bytes_does_not_end_fin_wait_2() {
         let mut bench = Bench::default();
         let (mut peer, conn) = established(&mut bench, 0);
-        bench.command(Command::Disconnect {
-            conn,
-            abrupt: false,
-        });
-        bench.out();
-        peer.saw_all(&bench.sent());
+        host_closes(&mut bench, &mut peer, conn);
         bench.deliver(peer.ack());
         assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
         let mut blind = peer.acknowledging(peer.rcv_nxt.wrapping_add(1_000_000));
