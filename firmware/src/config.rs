@@ -66,6 +66,21 @@ pub struct Config {
     pub header_prediction: bool,
 }
 
+impl Config {
+    /// How long a connect whose SYNs all go unanswered takes to fail with -ETIMEDOUT:
+    /// the first timeout `rto_initial`, each retransmission's twice the last, at most
+    /// `rto_max`, and the attempt given up when the last retransmission's runs out.
+    pub fn syn_timeout(&self) -> Duration {
+        let mut rto = self.rto_initial;
+        let mut total = Duration::ZERO;
+        for _ in 0..=self.syn_retries {
+            total += rto;
+            rto = (rto * 2).min(self.rto_max);
+        }
+        total
+    }
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {

@@ -56,11 +56,16 @@ mod syn_sent {
         let mut bench = Bench::default();
         let (tag, _) = connect(&mut bench, false, b"");
         let mut syns = bench.sent().len();
-        for _ in 0..70 {
-            bench.advance(1_000);
+        // 63 s with the defaults (1 + 2 + 4 + 8 + 16 + 32), as Config::syn_timeout says.
+        let timeout = bench.fw.config().syn_timeout().total_millis() as i64;
+        assert_eq!(timeout, 63_000);
+        for _ in 0..timeout - 1 {
+            bench.advance(1);
             syns += kinds(&bench.sent()).iter().filter(|k| **k == "SYN").count();
         }
         assert_eq!(syns, 6, "the SYN and five retransmissions");
+        assert!(bench.out().is_empty(), "not before syn_timeout");
+        bench.advance(1);
         let out = bench.out();
         assert_eq!(briefs(&out), [format!("ConnectReply({})", -ETIMEDOUT)]);
         assert_ne!(tag, 0);

@@ -40,7 +40,9 @@ pub struct Scenario {
     pub private_data: Vec<u8>,
     pub link: LinkConfig,
     pub pcap: Option<PathBuf>,
-    /// The longest wait for any next event or message before the run is declared stuck.
+    /// The longest wait for any next event or message before the run is declared stuck;
+    /// on a link that loses frames at least the firmware's `syn_timeout` and 5 s, since a
+    /// connect may retry its SYN that long before it fails.
     pub patience: Duration,
     /// Datapath cycles between two firmware polls on each NIC.
     pub firmware_poll_cycles: u64,
@@ -258,6 +260,12 @@ pub fn run_with_wave(
         wave: wave.map(Path::to_path_buf),
         ..SimConfig::default()
     };
+    let loses_frames = scenario.link.drop > 0.0 || scenario.link.corrupt > 0.0;
+    let patience = match loses_frames {
+        true => Duration::from_millis(sim_config.firmware.syn_timeout().total_millis() + 5_000)
+            .max(scenario.patience),
+        false => scenario.patience,
+    };
     let mut sim = Sim::start(sim_config)?;
     let (sender, reports) = channel::<Report>();
     let config = DeviceConfig {
@@ -308,7 +316,7 @@ pub fn run_with_wave(
         if replies == scenario.connections && b_up.len() >= a_up.len() {
             break;
         }
-        let Ok((side, id, event)) = reports.recv_timeout(scenario.patience) else {
+        let Ok((side, id, event)) = reports.recv_timeout(patience) else {
             failures.push(format!(
                 "setup stuck: {replies} CONNECT_REPLYs, {} ESTABLISHED, of {}",
                 b_up.len(),
@@ -372,7 +380,7 @@ pub fn run_with_wave(
         }
     }
     let mut quiet_since = Instant::now();
-    while receipts.received < expected && quiet_since.elapsed() < scenario.patience {
+    while receipts.received < expected && quiet_since.elapsed() < patience {
         let mut any = false;
         for (at, link) in links.iter().enumerate() {
             while let Ok((index, ulpdu)) = link.receive_ulpdu(Duration::from_millis(1)) {
@@ -402,7 +410,7 @@ pub fn run_with_wave(
         }
     }
     while closed < to_close {
-        let Ok((_, _, event)) = reports.recv_timeout(scenario.patience) else {
+        let Ok((_, _, event)) = reports.recv_timeout(patience) else {
             failures.push(format!("close stuck: {closed} of {to_close} CLOSEs"));
             break;
         };
