@@ -763,12 +763,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             if usize::from(c.buffer) != b || !c.datapath_numbers_current() {
                 continue;
             }
-            let acknowledged = nic
-                .read_flow(owner as u16)
-                .is_some_and(|ctx| self.buffers[b].acknowledged_by(ctx.snd_una));
-            if acknowledged {
+            if self.release_acknowledged_buffer(nic, owner).is_none() {
                 self.counters.buffers_reclaimed += 1;
-                self.release_buffer(owner);
                 self.timers.disarm(owner);
             }
         }
@@ -1250,6 +1246,28 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
+    /// In FPDU mode, connection `i`'s buffered bytes (the MPA reply) as the datapath has
+    /// them acknowledged: once it has seen all of them acknowledged the buffer goes back
+    /// to the pool, and also when it holds no context to tell (a datapath that lost the
+    /// flow: nothing could be sent again at its numbers, and holding the buffer to the
+    /// close would keep it from other negotiations). Else the context, to send them again.
+    fn release_acknowledged_buffer<H: Nic>(
+        &mut self,
+        nic: &mut H,
+        i: usize,
+    ) -> Option<FlowContext> {
+        let ctx = nic.read_flow(i as u16);
+        let acknowledged = match (self.buffer(i), ctx) {
+            (Some(buffer), Some(ctx)) => buffer.acknowledged_by(ctx.snd_una),
+            _ => true,
+        };
+        if acknowledged {
+            self.release_buffer(i);
+            return None;
+        }
+        ctx
+    }
+
     /// In FPDU mode with bytes of ours (MPA reply) still buffered: free them once the
     /// datapath saw them acknowledged, or send them again.
     fn check_handed_off_bytes<H: Nic>(&mut self, nic: &mut H, i: usize) {
@@ -1259,19 +1277,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if !self.conns[i].in_datapath {
             return;
         }
-        let Some(ctx) = nic.read_flow(i as u16) else {
-            // No context to learn snd_una from (a datapath that lost the flow): nothing
-            // can be sent again at its numbers, and holding the buffer to the close would
-            // keep it from other connections' negotiations.
-            return self.release_buffer(i);
-        };
-        if self
-            .buffer(i)
-            .is_some_and(|b| b.acknowledged_by(ctx.snd_una))
-        {
-            self.release_buffer(i);
+        let Some(ctx) = self.release_acknowledged_buffer(nic, i) else {
             return;
-        }
+        };
         if !self.back_off(i, self.config.data_retries) {
             self.counters.retransmit_timeouts += 1;
             return self.abort(nic, i, -ETIMEDOUT);

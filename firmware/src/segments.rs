@@ -404,11 +404,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.challenge(nic, i);
     }
 
-    /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN, §5.2 for an ACK): our next sequence
-    /// number and `rcv_nxt`, the datapath's on a flow it carries, so a peer that really
-    /// lost the connection answers with an RST at exactly `rcv_nxt`. At most one per
-    /// [`crate::Config::invalid_ack_interval`] (§7); `false` when none went. Cold:
-    /// peers do not send these on a connection they hold.
+    /// The challenge ACK of RFC 5961 (§3.2 for an RST, §4 for a SYN, §5.2 for an ACK):
+    /// our next sequence number and `rcv_nxt`, the datapath's on a flow it carries, so a
+    /// peer that really lost the connection answers with an RST at exactly `rcv_nxt`. At
+    /// most one per [`crate::Config::invalid_ack_interval`] (§7); `false` when none went.
+    /// Cold: peers do not send these on a connection they hold.
     #[cold]
     fn challenge<H: Nic>(&mut self, nic: &mut H, i: usize) -> bool {
         if !self.invalid_ack_allowed(i) {
