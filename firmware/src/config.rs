@@ -31,8 +31,16 @@ pub struct Config {
     /// 0.5 s (RFC 1122 §4.2.3.2), so longer values count as 499 ms; Linux's shortest
     /// delay is 40 ms.
     pub request_ack_delay: Duration,
-    /// First retransmission timeout; doubled on every retry, capped at `rto_max`.
+    /// Retransmission timeout of the handshake (RFC 6298 §2.1: 1 s), and of everything
+    /// later when the handshake gives no round-trip sample; doubled on every retry,
+    /// capped at `rto_max`. Timeouts are kept in milliseconds within 16 bits: at most
+    /// 65.535 s.
     pub rto_initial: Duration,
+    /// Floor of the timeout computed from the handshake's round trip (three times it,
+    /// RFC 6298 §2.2). RFC 6298 §2.4 says 1 s; Linux, whose stacks iWARP peers run,
+    /// uses 200 ms (`TCP_RTO_MIN`), and so does iwnic by default.
+    pub rto_min: Duration,
+    /// Ceiling of every retransmission timeout (RFC 6298 §2.5: 60 s or more).
     pub rto_max: Duration,
     /// SYN and SYN-ACK sends before the attempt fails.
     pub syn_retries: u8,
@@ -71,13 +79,15 @@ impl Config {
     /// the first timeout `rto_initial`, each retransmission's twice the last, at most
     /// `rto_max`, and the attempt given up when the last retransmission's runs out.
     pub fn syn_timeout(&self) -> Duration {
-        let mut rto = self.rto_initial;
-        let mut total = Duration::ZERO;
+        // The firmware's own figures: `Timeouts` keeps them in 16-bit milliseconds.
+        let t = crate::machine::Timeouts::of(self);
+        let mut rto = u64::from(t.rto_initial);
+        let mut total = 0;
         for _ in 0..=self.syn_retries {
             total += rto;
-            rto = (rto * 2).min(self.rto_max);
+            rto = (rto * 2).min(u64::from(t.rto_max));
         }
-        total
+        Duration::from_millis(total)
     }
 }
 
@@ -95,6 +105,7 @@ impl Default for Config {
             mpa_reply_timeout: Duration::from_secs(10),
             request_ack_delay: Duration::from_millis(40),
             rto_initial: Duration::from_millis(1000),
+            rto_min: Duration::from_millis(200),
             rto_max: Duration::from_secs(60),
             syn_retries: 5,
             data_retries: 8,

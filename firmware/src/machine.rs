@@ -108,8 +108,11 @@ pub(crate) struct Conn {
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub rcv_nxt: u32,
-    /// Current retransmission timeout, ms.
-    pub rto: u32,
+    /// Current retransmission timeout, ms: `rto_base` doubled on every retry.
+    pub rto: u16,
+    /// The timeout a new transmission starts from, ms: the configured initial one until
+    /// the handshake gives a round-trip sample ([`Machine::time_handshake`]).
+    pub rto_base: u16,
     /// End of the state's own timer (MPA timeouts, the delayed ACK of the request,
     /// TIME_WAIT, FIN_WAIT_2), ms.
     pub phase_deadline: u32,
@@ -151,6 +154,7 @@ impl Conn {
         snd_nxt: 0,
         rcv_nxt: 0,
         rto: 0,
+        rto_base: 0,
         phase_deadline: 0,
         invalid_acked_at: 0,
         neg: Negotiation {
@@ -311,15 +315,16 @@ pub(crate) struct Timeouts {
     pub mpa_request: u32,
     pub mpa_reply: u32,
     pub request_ack_delay: u32,
-    pub rto_initial: u32,
-    pub rto_max: u32,
+    pub rto_initial: u16,
+    pub rto_min: u16,
+    pub rto_max: u16,
     pub time_wait: u32,
     pub fin_wait_2: u32,
     pub invalid_ack: u32,
 }
 
 impl Timeouts {
-    const fn of(config: &Config) -> Timeouts {
+    pub(crate) const fn of(config: &Config) -> Timeouts {
         // Deadlines are compared on a wrapping u32 clock: half its range at most.
         const fn ms(d: smoltcp::time::Duration) -> u32 {
             let ms = d.total_millis();
@@ -336,12 +341,34 @@ impl Timeouts {
         } else {
             499
         };
+        // Retransmission timeouts are kept in 16 bits: at most 65.535 s (RFC 6298 §2.5
+        // allows a ceiling of 60 s or more), the floor and the first within it.
+        const fn rto_ms(d: smoltcp::time::Duration) -> u16 {
+            let ms = ms(d);
+            if ms > u16::MAX as u32 {
+                u16::MAX
+            } else {
+                ms as u16
+            }
+        }
+        const fn within(ms: u16, floor: u16, ceiling: u16) -> u16 {
+            if ms > ceiling {
+                ceiling
+            } else if ms < floor {
+                floor
+            } else {
+                ms
+            }
+        }
+        let rto_max = rto_ms(config.rto_max);
+        let rto_min = within(rto_ms(config.rto_min), 1, rto_max);
         Timeouts {
             mpa_request: ms(config.mpa_request_timeout),
             mpa_reply: ms(config.mpa_reply_timeout),
             request_ack_delay,
-            rto_initial: ms(config.rto_initial),
-            rto_max: ms(config.rto_max),
+            rto_initial: within(rto_ms(config.rto_initial), 1, rto_max),
+            rto_min,
+            rto_max,
             time_wait: ms(config.time_wait),
             fin_wait_2: ms(config.fin_wait_2_timeout),
             invalid_ack: ms(config.invalid_ack_interval),
@@ -669,6 +696,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             tuple,
             remote_mac,
             rto: self.timeouts.rto_initial,
+            rto_base: self.timeouts.rto_initial,
             // The first ACK to an invalid segment may go at once.
             invalid_acked_at: self.now_ms.wrapping_sub(self.timeouts.invalid_ack),
             ..Conn::FREE
@@ -804,7 +832,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     #[inline(always)]
     pub(crate) fn arm(&mut self, i: usize, retransmitting: bool, phase: bool) {
         let c = &self.conns[i];
-        let rto = self.now_ms.wrapping_add(c.rto);
+        let rto = self.now_ms.wrapping_add(u32::from(c.rto));
         let at = match (retransmitting, phase) {
             (true, true) if (c.phase_deadline.wrapping_sub(rto) as i32) < 0 => c.phase_deadline,
             (true, _) => rto,
@@ -814,10 +842,39 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.timers.arm(i, at);
     }
 
-    /// Restart retransmission with the initial timeout.
+    /// Restart retransmission from the connection's base timeout.
     pub(crate) fn reset_backoff(&mut self, i: usize) {
-        self.conns[i].retries = 0;
-        self.conns[i].rto = self.timeouts.rto_initial;
+        let c = &mut self.conns[i];
+        c.retries = 0;
+        c.rto = c.rto_base;
+    }
+
+    /// Set the connection's base timeout from its handshake, which has just completed
+    /// (RFC 6298): its one round-trip sample R gives SRTT + 4·RTTVAR = 3R (§2.2), kept
+    /// within `rto_min` and `rto_max`; after a retransmitted SYN or SYN-ACK it is three
+    /// seconds (§5.7), which also keeps Karn's rule of no sample from a retransmitted
+    /// segment (§3). The SYN or SYN-ACK went out one RTO before its retransmission is
+    /// due, so the timer gives R without a send time in the entry. (A SYN-ACK sent
+    /// again for the peer's repeated SYN does not move the timer: R is then measured
+    /// from the first, too long, never too short.) Without it every later timeout
+    /// started at `rto_initial` (1 s), and a lossy link gave the MPA request and reply
+    /// four tries inside the 10 s reply timer where Linux, measuring, gets six.
+    pub(crate) fn time_handshake(&mut self, i: usize) {
+        let t = self.timeouts;
+        let c = &self.conns[i];
+        let rto = match (c.retries, self.timers.deadline(i)) {
+            (0, Some(due)) => {
+                let sent = due.wrapping_sub(u32::from(c.rto));
+                let rtt = self.now_ms.wrapping_sub(sent).min(u32::from(u16::MAX));
+                (3 * rtt)
+                    .max(u32::from(t.rto_min))
+                    .min(u32::from(t.rto_max)) as u16
+            }
+            _ => 3000u16.max(t.rto_min).min(t.rto_max),
+        };
+        let c = &mut self.conns[i];
+        c.rto_base = rto;
+        c.rto = rto;
     }
 
     /// Count a retransmission and double the timeout; `false` when retries ran out.

@@ -248,6 +248,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let snd_nxt = self.conns[i].snd_nxt;
         match (seg.control, seg.ack) {
             (TcpControl::Syn, Some(ack)) if ack == snd_nxt => {
+                self.time_handshake(i);
                 let c = &mut self.conns[i];
                 c.rcv_nxt = seg.seq.wrapping_add(1);
                 c.snd_una = ack;
@@ -277,6 +278,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 self.send(nic, i, TcpControl::Syn, snd_una, Payload::NONE);
             }
             Some(ack) if ack == snd_nxt && seg.control != TcpControl::Syn => {
+                self.time_handshake(i);
                 self.conns[i].state = State::AwaitRequest;
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_request);
                 // Header prediction for the usual third segment, the ACK alone at

@@ -119,7 +119,7 @@ impl<const N: usize> TimerWheel<N> {
         self.cursor = now;
     }
 
-    #[cfg(test)]
+    /// When timer `i` is due, if it is armed.
     pub(crate) fn deadline(&self, i: usize) -> Option<u32> {
         let e = self.entries[i];
         (e.slot != NOT_ARMED).then_some(e.deadline)

@@ -51,6 +51,30 @@ mod syn_sent {
         assert_eq!(bench.fw.connections(), 0);
     }
 
+    /// The request goes again after three times the handshake's round trip (RFC 6298
+    /// §2.2; 200 ms at least), or 3 s after a retransmitted SYN (§5.7).
+    #[test]
+    fn the_handshakes_round_trip_sets_the_retransmission_timeout() {
+        for (syn_ack_after, rto) in [(0, 200), (250, 750), (1_500, 3_000)] {
+            let mut bench = Bench::default();
+            connect(&mut bench, false, b"");
+            let syn = bench.sent();
+            bench.advance(syn_ack_after);
+            bench.sent();
+            let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
+            peer.saw_all(&syn);
+            bench.deliver(peer.syn());
+            let request = bench.sent();
+            assert_eq!(kinds(&request), ["ACK", "DATA"]);
+            bench.advance(rto - 1);
+            assert!(bench.sent().is_empty(), "SYN-ACK after {syn_ack_after} ms");
+            bench.advance(1);
+            let again = bench.sent();
+            assert_eq!(kinds(&again), ["DATA"]);
+            assert_eq!(again[0].payload, request[1].payload);
+        }
+    }
+
     #[test]
     fn syn_retransmissions_run_out_with_etimedout() {
         let mut bench = Bench::default();
@@ -356,7 +380,10 @@ mod await_reply {
     fn a_lost_request_is_sent_again() {
         let mut bench = Bench::default();
         let (_, _, request) = active_until_request(&mut bench, false, b"again");
-        bench.advance(1_000);
+        // The handshake's round trip took no time: the timeout is the 200 ms floor.
+        bench.advance(199);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
         let again = bench.sent();
         assert_eq!(kinds(&again), ["DATA"]);
         assert_eq!(again[0].payload, request);
@@ -393,7 +420,7 @@ mod await_rtr_ack {
     fn a_lost_rtr_is_sent_again() {
         let mut bench = Bench::default();
         until_rtr(&mut bench);
-        bench.advance(1_000);
+        bench.advance(200);
         let again = bench.sent();
         assert_eq!(kinds(&again), ["DATA"]);
         assert_eq!(

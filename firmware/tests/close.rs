@@ -357,7 +357,7 @@ mod closing {
             bench.out();
             let fin = bench.sent();
             assert_eq!((kinds(&fin), fin[0].seq), (vec!["FIN"], fin_seq));
-            bench.advance(1_000);
+            bench.advance(200);
             let again = bench.sent();
             assert_eq!(kinds(&again), ["FIN"], "peer closes: {peer_closes}");
             assert_eq!((again[0].seq, again[0].ack), (fin_seq, fin[0].ack));

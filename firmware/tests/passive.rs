@@ -356,7 +356,7 @@ mod established_reply_buffered {
     fn the_reply_is_sent_again_until_the_datapath_sees_it_acknowledged() {
         let mut bench = Bench::default();
         let peer = until_reply(&mut bench);
-        bench.advance(1000);
+        bench.advance(200);
         let again = bench.sent();
         assert_eq!(kinds(&again), ["DATA"]);
         assert_eq!(again[0].seq.wrapping_add(again[0].len()), peer.rcv_nxt);
@@ -460,7 +460,8 @@ mod await_rtr {
     fn a_lost_reply_is_sent_again() {
         let mut bench = Bench::default();
         let (peer, _) = until_reply(&mut bench);
-        bench.advance(999);
+        // The handshake's round trip took no time: the timeout is the 200 ms floor.
+        bench.advance(199);
         assert!(bench.sent().is_empty());
         bench.advance(1);
         let again = bench.sent();
@@ -679,6 +680,102 @@ mod syn_received {
         (bench, peer)
     }
 
+    /// How long after the reply goes out it is sent again, and again after that, when
+    /// the handshake's ACK comes `ack_after` ms after the SYN and the peer sent its SYN
+    /// again at the times in `syns_again`.
+    fn reply_retransmissions(ack_after: i64, syns_again: &[i64]) -> [i64; 2] {
+        let (mut bench, mut peer) = syn_received_with(config());
+        peer.saw_all(&bench.sent());
+        let mut now = 0;
+        for &at in syns_again {
+            bench.advance(at - now);
+            now = at;
+            // The same SYN as syn_received_with's.
+            bench.deliver(Peer::new(40000, PORT, 5).syn());
+            peer.saw_all(&bench.sent());
+        }
+        bench.advance(ack_after - now);
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        let conn = event(&bench.out()[0]).conn;
+        accept(&mut bench, conn, b"");
+        assert_eq!(kinds(&bench.sent()), ["DATA"]);
+        [0, 1].map(|_| {
+            let mut waited = 0;
+            while bench.sent().is_empty() {
+                bench.advance(1);
+                waited += 1;
+            }
+            waited
+        })
+    }
+
+    /// RFC 6298 from the handshake's one round trip R: 3R (§2.2), at least 200 ms
+    /// (Linux's floor, Config::rto_min), doubled on every retry.
+    #[test]
+    fn the_handshakes_round_trip_sets_the_retransmission_timeout() {
+        for (rtt, rto) in [(0, 200), (66, 200), (100, 300), (999, 2_997)] {
+            assert_eq!(
+                reply_retransmissions(rtt, &[]),
+                [rto, 2 * rto],
+                "R = {rtt} ms"
+            );
+        }
+    }
+
+    /// A SYN-ACK sent again because its timer ran out gives no sample (Karn, RFC 6298
+    /// §3), and the timeout after it is 3 s (§5.7). One sent again for the peer's
+    /// repeated SYN leaves the timer: R is measured from the first, longer than the
+    /// truth, never shorter.
+    #[test]
+    fn a_retransmitted_syn_ack_gives_no_sample() {
+        assert_eq!(reply_retransmissions(1_010, &[]), [3_000, 6_000]);
+        assert_eq!(reply_retransmissions(400, &[300]), [1_200, 2_400]);
+    }
+
+    /// The floor and the first timeout are the configuration's, the floor kept under
+    /// the ceiling.
+    #[test]
+    fn the_timeouts_follow_the_configuration() {
+        use smoltcp::time::Duration;
+        let retransmission_after = |config: Config| {
+            let (mut bench, mut peer) = syn_received_with(config);
+            peer.saw_all(&bench.sent());
+            let mut waited = 0;
+            while bench.sent().is_empty() {
+                bench.advance(1);
+                waited += 1;
+            }
+            bench.deliver(peer.ack());
+            bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+            let conn = event(&bench.out()[0]).conn;
+            accept(&mut bench, conn, b"");
+            bench.sent();
+            let mut reply_waited = 0;
+            while bench.sent().is_empty() {
+                bench.advance(1);
+                reply_waited += 1;
+            }
+            (waited, reply_waited)
+        };
+        let rto = |initial, min, max| Config {
+            rto_initial: Duration::from_millis(initial),
+            rto_min: Duration::from_millis(min),
+            rto_max: Duration::from_millis(max),
+            ..config()
+        };
+        // The SYN-ACK went again (no sample): the reply's timeout is 3 s, within limits.
+        assert_eq!(retransmission_after(rto(50, 1_000, 60_000)), (50, 3_000));
+        assert_eq!(retransmission_after(rto(50, 20, 2_000)), (50, 2_000));
+        assert_eq!(retransmission_after(rto(50, 5_000, 60_000)), (50, 5_000));
+        assert_eq!(retransmission_after(rto(50, 9_000, 4_000)), (50, 4_000));
+        assert_eq!(
+            retransmission_after(rto(100_000, 200, 100_000)),
+            (65_535, 3_000)
+        );
+    }
+
     #[test]
     fn an_rst_in_the_syn_acks_window_is_challenged_and_one_beyond_it_dropped() {
         // Scaling agreed, but our SYN-ACK's own window is not scaled (RFC 7323 §2.2).
@@ -777,7 +874,7 @@ mod syn_received {
             accept(&mut bench, conn, &[7; 400]);
             let reply = bench.sent();
             for segments in [reply.clone(), {
-                bench.advance(1_000);
+                bench.advance(200);
                 bench.sent()
             }] {
                 let sizes: Vec<usize> = segments.iter().map(|s| s.payload.len()).collect();

@@ -49,6 +49,7 @@ pub fn quick_firmware() -> Config {
     // enough to change an outcome.
     Config {
         rto_initial: D::from_millis(50),
+        rto_min: D::from_millis(50),
         syn_retries: 3,
         data_retries: 6,
         mpa_request_timeout: D::from_millis(1000),
