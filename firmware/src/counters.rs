@@ -30,12 +30,15 @@ counters! {
     /// `Checksums::Software`) a bad checksum. The datapath's parser drops the frames that
     /// are not IPv4/TCP or fail their checksums before they get here.
     frames_ignored,
-    /// Segments for no connection and no listener, answered with RST.
+    /// Segments for no connection and no listener: answered with RST, or dropped when
+    /// they are RSTs themselves (RFC 9293 §3.10.7.1).
     segments_unmatched,
     /// Segments outside the receive window or out of order (a duplicate ACK answers),
-    /// and RSTs outside the window or not acknowledging our SYN (dropped, no answer).
+    /// RSTs outside the window or not acknowledging our SYN, and a FIN behind bytes the
+    /// datapath has not received (dropped, no answer).
     segments_out_of_order,
-    /// Segments without ACK on a synchronized connection, dropped (RFC 9293 §3.10.7.4).
+    /// Segments without ACK after our SYN-ACK (a SYN again aside) or on a synchronized
+    /// connection, dropped (RFC 9293 §3.10.7.4).
     segments_without_ack,
     /// SYNs on a synchronized connection, answered with a challenge ACK and dropped
     /// (RFC 9293 §3.10.7.4, RFC 5961 §4).
@@ -102,6 +105,9 @@ counters! {
     early_data_dropped,
     /// Connection attempts whose SYN retransmissions ran out.
     connect_timeouts,
+    /// Half-open connections whose SYN-ACK retransmissions ran out: freed, the host never
+    /// heard of them.
+    handshake_timeouts,
     /// Connections that ran out of retransmissions after being set up.
     retransmit_timeouts,
     /// Connection requests refused because the connection table was full.

@@ -1222,6 +1222,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                     self.send(nic, i, TcpControl::Syn, iss, Payload::NONE);
                     self.arm(i, true, false);
                 } else {
+                    self.counters.handshake_timeouts += 1;
                     self.free(i);
                 }
             }

@@ -96,16 +96,16 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     fn on_unmatched<H: Nic>(&mut self, nic: &mut H, tuple: FourTuple, seg: &TcpSegment) {
-        if seg.control == TcpControl::Rst {
-            return;
-        }
         if seg.control == TcpControl::Syn && seg.ack.is_none() {
             if let Some(l) = self.find_listener(&tuple) {
                 return self.on_syn(nic, l, tuple, seg);
             }
         }
         self.counters.segments_unmatched += 1;
-        self.reset_reply(nic, tuple, *seg.src_mac, seg);
+        // An RST is never answered (RFC 9293 §3.10.7.1).
+        if seg.control != TcpControl::Rst {
+            self.reset_reply(nic, tuple, *seg.src_mac, seg);
+        }
     }
 
     /// RST in answer to a segment no connection takes (RFC 9293 §3.10.7.1). Cold: kept
@@ -302,7 +302,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
                 self.reset_reply(nic, tuple, mac, seg);
             }
-            None => {}
+            None => self.counters.segments_without_ack += 1,
         }
     }
 
@@ -902,6 +902,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.raise(nic, i, EventKind::Disconnect, 0, PrivateData::None);
         } else if !seg.payload.is_empty() {
             self.counters.early_data_dropped += 1;
+        } else if seg.control == TcpControl::Fin {
+            // Behind bytes the datapath has not received: the peer sends it again with them.
+            self.counters.segments_out_of_order += 1;
         }
     }
 

@@ -117,6 +117,7 @@ mod established {
         bench.deliver(peer.fin());
         assert!(bench.sent().is_empty());
         assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.counters().segments_out_of_order, 1);
     }
 
     #[test]

@@ -830,6 +830,7 @@ mod syn_received {
         assert_eq!(at.len(), 5);
         assert_eq!(bench.fw.connections(), 0);
         assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.counters().handshake_timeouts, 1);
     }
 
     /// The SYN-ACK offers window scaling only to a SYN that did (RFC 7323 §2.2), and the
@@ -930,6 +931,26 @@ mod syn_received {
         assert_eq!(kinds(&rst), ["RST"]);
         assert_eq!(rst[0].ack, Some(6));
         assert_eq!(bench.fw.counters().segments_unmatched, 1);
+        // An RST for no connection is dropped, unanswered (RFC 9293 §3.10.7.1).
+        bench.deliver(peer.rst());
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.counters().segments_unmatched, 2);
+        assert_eq!(bench.fw.counters().resets_sent, 1);
+    }
+
+    /// A segment without ACK after our SYN-ACK takes nothing (RFC 9293 §3.10.7.4); the
+    /// ACK that follows completes the handshake as usual.
+    #[test]
+    fn a_segment_without_ack_is_dropped() {
+        let (mut bench, mut peer) = syn_received_with(config());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.without_ack(TcpControl::Psh, b"no ack"));
+        assert!(bench.sent().is_empty());
+        assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.counters().segments_without_ack, 1);
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
     }
 }
 
