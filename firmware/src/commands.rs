@@ -1,14 +1,17 @@
 //! Host commands (`spec/iwcm.md`): each completes with a status, exactly once.
 
-use iwnic_proto::errno::{EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EINVAL, ENOBUFS, ENOMEM};
+use iwnic_proto::errno::{
+    EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EHOSTUNREACH, EINVAL, ENOBUFS, ENOMEM,
+};
 use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, IpAddr};
 use iwnic_proto::mpa::{FrameRepr, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FlowWrite, FourTuple, Nic};
+use crate::hal::{is_peer_address, FlowWrite, FourTuple, Nic};
 use crate::log::fw_warn;
 use crate::machine::{
-    ListenAddr, Listener, Lookup, Machine, Owed, Payload, PrivateData, State, MAX_LISTENERS,
+    next_generation, ListenAddr, Listener, Lookup, Machine, Owed, Payload, PrivateData, State,
+    MAX_LISTENERS,
 };
 use crate::negotiation;
 
@@ -99,11 +102,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if taken {
             return Err(EADDRINUSE);
         }
-        let slot = self
-            .listeners
-            .iter()
-            .position(Option::is_none)
+        let slot = (0..MAX_LISTENERS)
+            .map(|k| (usize::from(self.next_listener_slot) + k) % MAX_LISTENERS)
+            .find(|&slot| self.listeners[slot].is_none())
             .ok_or(ENOMEM)?;
+        self.next_listener_slot = ((slot + 1) % MAX_LISTENERS) as u8;
         let generation = self.listener_generations[slot];
         self.listening |= 1 << slot;
         self.listeners[slot] = Some(Listener {
@@ -136,7 +139,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         self.listeners[slot] = None;
         self.listening &= !(1 << slot);
-        self.listener_generations[slot] = self.listener_generations[slot].wrapping_add(1).max(1);
+        self.listener_generations[slot] = next_generation(self.listener_generations[slot]);
         for i in 0..N {
             if usize::from(self.conns[i].listener) != slot {
                 continue;
@@ -202,6 +205,11 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         };
         if remote.port == 0 {
             return Err(EINVAL);
+        }
+        // RFC 1122 §4.2.3.10: an open to an invalid remote address is an error. cxgb4
+        // answers a connect it finds no route for with -EHOSTUNREACH.
+        if !is_peer_address(remote_ip, self.config.ip) {
+            return Err(EHOSTUNREACH);
         }
         self.check_limits(ird, ord, private_data, !mpa_v1)?;
         let mut tuple = FourTuple {

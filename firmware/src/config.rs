@@ -29,7 +29,10 @@ pub struct Config {
     /// How long the ACK of a complete MPA request waits to ride on the reply: a host
     /// that answers sooner saves the peer a bare ACK. Delayed ACKs must stay under
     /// 0.5 s (RFC 1122 §4.2.3.2), so longer values count as 499 ms; Linux's shortest
-    /// delay is 40 ms.
+    /// delay is 40 ms. One exception: while the host event queue has no room for an
+    /// input's records, no input and no timer is taken (an event is never dropped), and
+    /// this ACK waits with them until the host reads its queue; a request raised with the
+    /// queue already that full is acknowledged at once.
     pub request_ack_delay: Duration,
     /// Retransmission timeout of the handshake (RFC 6298 §2.1: 1 s), and of everything
     /// later when the handshake gives no round-trip sample; doubled on every retry,

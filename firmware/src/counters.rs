@@ -26,7 +26,8 @@ counters! {
     /// Frames queued on the firmware TX queue.
     frames_sent,
     /// Frames the firmware would not take: a descriptor that does not fit its frame, zero
-    /// ports, flags or options TCP does not allow, another address, or (with
+    /// ports, flags or options TCP does not allow, another address, a source address no
+    /// peer can have (for no connection: broadcast, multicast, ours...), or (with
     /// `Checksums::Software`) a bad checksum. The datapath's parser drops the frames that
     /// are not IPv4/TCP or fail their checksums before they get here.
     frames_ignored,

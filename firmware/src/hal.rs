@@ -59,6 +59,14 @@ pub struct FourTuple {
     pub remote_port: u16,
 }
 
+/// Whether `ip` can be a TCP peer of a NIC at `own`: a unicast address that is not ours
+/// (RFC 1122 §3.2.1.3, §4.2.3.10: not this network 0/8, loopback 127/8, multicast 224/4,
+/// the reserved 240/4 or the limited broadcast). A subnet's broadcast address would need
+/// a netmask, which the firmware is not given.
+pub(crate) fn is_peer_address(ip: [u8; 4], own: [u8; 4]) -> bool {
+    !matches!(ip[0], 0 | 127 | 224..=255) && ip != own
+}
+
 impl FourTuple {
     /// The connection a received segment belongs to, seen from this NIC.
     pub fn of_received(segment: &RxDescriptor) -> FourTuple {

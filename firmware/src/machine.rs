@@ -25,6 +25,19 @@ use crate::timer::{Clock, TimerWheel};
 /// Listeners one NIC holds: one bit each in a 16-bit mask of the open ones.
 pub const MAX_LISTENERS: usize = 16;
 const _: () = assert!(MAX_LISTENERS <= u16::BITS as usize);
+
+/// Handles are `generation << 16 | slot` for connections and listeners alike; a
+/// connection's generations are odd and a listener's even, so a handle of one kind never
+/// names an object of the other (a host that mixes them up gets -EINVAL). A generation
+/// grows by two when a handle dies.
+pub(crate) const fn next_generation(generation: u16) -> u16 {
+    match generation.wrapping_add(2) {
+        0 => 2,
+        next => next,
+    }
+}
+const FIRST_CONNECTION_GENERATION: u16 = 1;
+pub(crate) const FIRST_LISTENER_GENERATION: u16 = 2;
 /// Records one input (a command, a frame, a report, a timer) can produce at most; input is
 /// taken only while the host queue has this much room. Three: a disconnect of an
 /// accepted connection still waiting for its RTR completes, then raises ESTABLISHED and
@@ -135,7 +148,7 @@ impl Conn {
     const FREE: Conn = Conn {
         state: State::Free,
         owed: Owed::Nothing,
-        generation: 1,
+        generation: FIRST_CONNECTION_GENERATION,
         listener: NO_LISTENER,
         retries: 0,
         peer_window_shift: NO_WINDOW_SCALING,
@@ -292,6 +305,9 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) free_buffer_head: u16,
     /// Bit `slot` set while `listeners[slot]` is open: a SYN's search visits only those.
     pub(crate) listening: u16,
+    /// Where the search for a free listener slot starts: slots are taken in turn, so a
+    /// slot's generations come round only after every slot's have.
+    pub(crate) next_listener_slot: u8,
     pub(crate) next_port: u16,
     started: bool,
     published_at: u32,
@@ -628,7 +644,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             buffers_free: B,
             listeners: [None; MAX_LISTENERS],
             listening: 0,
-            listener_generations: [1; MAX_LISTENERS],
+            listener_generations: [FIRST_LISTENER_GENERATION; MAX_LISTENERS],
+            next_listener_slot: 0,
             event_seq: 0,
             next_port: 0,
             counters: Counters::ZERO,
@@ -666,7 +683,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let Some(c) = self.conns.get(i) else {
             return Lookup::Unknown;
         };
-        if generation == 0 {
+        if generation % 2 != FIRST_CONNECTION_GENERATION % 2 {
+            // A listener's handle, or none at all.
             Lookup::Unknown
         } else if c.generation == generation && c.owed != Owed::Nothing {
             Lookup::Live(i)
@@ -729,7 +747,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let c = &mut self.conns[i];
         if c.owed != Owed::Nothing {
             c.owed = Owed::Nothing;
-            c.generation = c.generation.wrapping_add(1).max(1);
+            c.generation = next_generation(c.generation);
         }
     }
 

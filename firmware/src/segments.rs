@@ -9,7 +9,7 @@ use iwnic_proto::net::{RxDescriptor, TcpSegment};
 use iwnic_proto::Error;
 use smoltcp::wire::TcpControl;
 
-use crate::hal::{FlowEvent, FlowEventKind, FlowWrite, FourTuple, Nic};
+use crate::hal::{is_peer_address, FlowEvent, FlowEventKind, FlowWrite, FourTuple, Nic};
 use crate::machine::{
     Machine, NegotiationBuffer, Owed, Payload, PrivateData, State, MAX_WINDOW_SHIFT,
     NO_WINDOW_SCALING, RECORDS_PER_INPUT,
@@ -96,6 +96,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     fn on_unmatched<H: Nic>(&mut self, nic: &mut H, tuple: FourTuple, seg: &TcpSegment) {
+        // A segment from an address no peer can have opens nothing and draws no RST
+        // (RFC 1122 §4.2.3.10; Linux drops such martians).
+        if !is_peer_address(tuple.remote_ip, tuple.local_ip) {
+            self.counters.frames_ignored += 1;
+            return;
+        }
         if seg.control == TcpControl::Syn && seg.ack.is_none() {
             if let Some(l) = self.find_listener(&tuple) {
                 return self.on_syn(nic, l, tuple, seg);

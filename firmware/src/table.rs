@@ -14,7 +14,12 @@ const NIL: u32 = u32::MAX;
 /// The scalars first: they stay within a load's reach of the struct whatever `N`.
 #[repr(C)]
 pub(crate) struct EntryIndex<const N: usize> {
+    /// The free list is a queue: an entry given back is taken again only after every
+    /// other free one, so a slot's handle generations come round as slowly as they can
+    /// (taken back first, one connection at a time would reuse one slot, and a handle
+    /// the host still holds would name a stranger after 32,768 connections).
     free_head: u32,
+    free_tail: u32,
     /// Keys the bucket hash with a secret, so which tuples share a chain is not public.
     seed: u32,
     heads: [u32; N],
@@ -41,6 +46,7 @@ impl<const N: usize> EntryIndex<N> {
             heads: [NIL; N],
             links,
             free_head: 0,
+            free_tail: N as u32 - 1,
             seed,
         }
     }
@@ -80,6 +86,9 @@ impl<const N: usize> EntryIndex<N> {
         let i = self.free_head;
         let free_next = *self.links.get(i as usize)?;
         self.free_head = free_next;
+        if free_next == NIL {
+            self.free_tail = NIL;
+        }
         let head = &mut self.heads[self.bucket(tuple)];
         self.links[i as usize] = *head;
         *head = i;
@@ -108,8 +117,12 @@ impl<const N: usize> EntryIndex<N> {
                 prev = after;
             }
         }
-        self.links[i] = self.free_head;
-        self.free_head = i as u32;
+        self.links[i] = NIL;
+        match self.links.get_mut(self.free_tail as usize) {
+            Some(last) => *last = i as u32,
+            None => self.free_head = i as u32,
+        }
+        self.free_tail = i as u32;
     }
 }
 
@@ -172,7 +185,8 @@ mod tests {
     }
 
     /// Fill all eight entries (chains of several share buckets), find each, give them
-    /// back in a scrambled order, and find none; then the free list yields all eight again.
+    /// back in a scrambled order, and find none; then the free list yields all eight
+    /// again, in the order they were given back.
     #[test]
     fn take_find_give_back() {
         let mut index = EntryIndex::<8>::new(7);
@@ -191,15 +205,16 @@ mod tests {
             assert_eq!(holder[i], Some(tuple(port)));
         }
         assert_eq!(find(&index, &holder, tuple(9)), None);
+        let mut given_back = std::vec::Vec::new();
         for port in [3, 0, 7, 5, 1, 6, 2, 4] {
             let i = find(&index, &holder, tuple(port)).unwrap();
             index.give_back(i, &tuple(port));
             holder[i] = None;
+            given_back.push(i);
             assert_eq!(find(&index, &holder, tuple(port)), None);
         }
-        let mut taken: std::vec::Vec<usize> =
-            (0..8).filter_map(|p| index.take(&tuple(p))).collect();
-        taken.sort_unstable();
-        assert_eq!(taken, (0..8).collect::<std::vec::Vec<_>>());
+        let taken: std::vec::Vec<usize> = (0..8).filter_map(|p| index.take(&tuple(p))).collect();
+        assert_eq!(taken, given_back);
+        assert_eq!(index.take(&tuple(100)), None, "all eight are live again");
     }
 }

@@ -441,7 +441,12 @@ pub fn listen<const N: usize, const B: usize>(
     )?;
     fw.poll(nic, Instant::from_millis(0));
     expect(
-        record(nic)? == (0, 0, 1 << 16),
+        record(nic)?
+            == (
+                0,
+                0,
+                u32::from(crate::machine::FIRST_LISTENER_GENERATION) << 16,
+            ),
         "listen completes with the first listener",
     )
 }
