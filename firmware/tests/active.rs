@@ -218,28 +218,65 @@ mod await_reply {
         assert_eq!(bench.hal.flows.len(), 1);
     }
 
+    /// The connection is in FPDU mode at the peer's numbers, nothing left in the
+    /// firmware's hands but the entry.
+    fn assert_handed_over(bench: &Bench, peer: &Peer, conn: u32) {
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+        assert!(!flow.rtr_expected);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+    }
+
+    /// No RTR (revision 1 has none): the reply's ACK, then FPDU mode with our own IRD
+    /// and ORD (a revision-1 reply negotiates none).
     #[test]
     fn a_revision_1_answer_to_our_revision_2_request_is_taken() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
         bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
-        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!((event(&out[0]).ird, event(&out[0]).ord), (16, 16));
+        assert_handed_over(&bench, &peer, conn);
     }
 
+    /// Each piece is acknowledged as it comes; the RTR follows the last and carries its
+    /// ACK; the peer's ACK of the RTR ends the setup.
     #[test]
     fn a_reply_in_pieces() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
         let whole = reply(FrameKind::Accept, block(RtrTypes::WRITE, 16, 16), b"pieces");
-        for piece in whole.chunks(3) {
+        let pieces: Vec<&[u8]> = whole.chunks(3).collect();
+        for piece in &pieces[..pieces.len() - 1] {
             bench.deliver(peer.data(piece));
+            let ack = bench.sent();
+            assert_eq!(kinds(&ack), ["ACK"]);
+            assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
         }
+        assert!(bench.out().is_empty());
+        bench.deliver(peer.data(pieces[pieces.len() - 1]));
         let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA"], "the RTR after the last piece");
         assert_eq!(
-            *kinds(&segs).last().unwrap(),
-            "DATA",
-            "the RTR after the last piece"
+            (segs[0].seq, segs[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
         );
+        assert_eq!(segs[0].payload, rtr(RtrTypes::WRITE));
+        assert!(
+            bench.out().is_empty(),
+            "CONNECT_REPLY waits for the RTR's ACK"
+        );
+        peer.saw_all(&segs);
+        bench.deliver(peer.ack());
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!(event(&out[0]).private_data, b"pieces");
+        assert_handed_over(&bench, &peer, conn);
     }
 
     #[test]
@@ -328,33 +365,42 @@ mod await_reply {
         assert_eq!(bench.fw.counters().early_data_dropped, 1);
     }
 
-    #[test]
-    fn an_rtr_type_not_offered_is_terminated_0x07() {
+    /// `reply` is refused with a TERMINATE of `code` (acknowledging the reply, at our
+    /// next byte), then an RST after it; the connect fails -EINVAL, leaving nothing.
+    fn assert_terminated(reply: Vec<u8>, code: u8) -> Bench {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(
-            FrameKind::Accept,
-            block(RtrTypes::SEND, 16, 16),
-            b"",
-        )));
+        bench.deliver(peer.data(&reply));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
-        assert_eq!(terminate_code(&segs[0].payload), 0x07);
+        assert_eq!(
+            (segs[0].seq, segs[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert_eq!(terminate_code(&segs[0].payload), code);
+        assert_eq!(segs[1].seq, segs[0].seq + segs[0].len());
         assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.hal.flows.is_empty());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        bench
+    }
+
+    #[test]
+    fn an_rtr_type_not_offered_is_terminated_0x07() {
+        let bench = assert_terminated(
+            reply(FrameKind::Accept, block(RtrTypes::SEND, 16, 16), b""),
+            0x07,
+        );
+        assert_eq!(bench.fw.counters().rtr_mismatch, 1);
     }
 
     #[test]
     fn an_ord_above_our_ird_is_terminated_0x06() {
-        let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(
-            FrameKind::Accept,
-            block(RtrTypes::READ, 16, 32),
-            b"",
-        )));
-        let segs = bench.sent();
-        assert_eq!(terminate_code(&segs[0].payload), 0x06);
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+        let bench = assert_terminated(
+            reply(FrameKind::Accept, block(RtrTypes::READ, 16, 32), b""),
+            0x06,
+        );
         assert_eq!(bench.fw.counters().ird_shortfall, 1);
     }
 
@@ -445,15 +491,21 @@ mod await_rtr_ack {
         );
     }
 
+    /// Nothing answers the RST; the flow was never handed over; nothing is left.
     #[test]
     fn rst_is_connection_reset() {
         let mut bench = Bench::default();
         let peer = until_rtr(&mut bench);
         bench.deliver(peer.rst());
+        assert!(bench.sent().is_empty(), "no RST answers a RST");
         assert_eq!(
             briefs(&bench.out()),
             [format!("ConnectReply({})", -ECONNRESET)]
         );
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert!(bench.hal.flow_writes.is_empty());
+        assert_eq!(bench.fw.counters().resets_received, 1);
     }
 }
 
