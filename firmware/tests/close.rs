@@ -142,23 +142,37 @@ mod established {
     #[test]
     fn simultaneous_close_goes_through_closing() {
         let mut bench = Bench::default();
-        let (mut peer, conn) = established(&mut bench, 0);
+        let (mut peer, conn) = established(&mut bench, 1_000);
         bench.command(Command::Disconnect {
             conn,
             abrupt: false,
         });
-        bench.out();
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
         let our_fin = bench.sent();
+        assert_eq!(kinds(&our_fin), ["FIN"]);
+        assert_eq!(
+            (our_fin[0].seq, our_fin[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt)),
+            "at the datapath's numbers"
+        );
         // The peer's FIN crosses ours: it does not acknowledge it.
         bench.deliver(peer.fin());
         assert_eq!(bench.fw.state(conn), Some(State::Closing));
-        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(
+            (ack[0].seq, ack[0].ack),
+            (our_fin[0].seq + 1, Some(peer.snd_nxt)),
+            "after our FIN, acknowledging theirs"
+        );
+        assert!(bench.out().is_empty(), "CLOSE waits for our FIN's ACK");
         peer.saw_all(&our_fin);
         bench.deliver(peer.ack());
         assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+        assert_eq!(bench.fw.connections(), 1, "TIME_WAIT");
         bench.advance(60_000);
         assert_eq!(bench.fw.connections(), 0);
-        assert!(bench.out().is_empty());
+        assert!(bench.out().is_empty() && bench.sent().is_empty());
     }
 
     #[test]
