@@ -110,10 +110,27 @@ fn the_half_open_limit_drops_syns() {
         ..config()
     });
     bench.listen(PORT, 0);
-    for port in 0..3u16 {
-        bench.deliver(Peer::new(1000 + port, PORT, 1).syn());
+    let mut peers: Vec<Peer> = (0..3u16).map(|p| Peer::new(1000 + p, PORT, 1)).collect();
+    for peer in &mut peers {
+        bench.deliver(peer.syn());
     }
-    assert_eq!(kinds(&bench.sent()), ["SYN-ACK", "SYN-ACK"]);
+    // The third is dropped, not refused: its SYN will come again.
+    let syn_acks = bench.sent();
+    assert_eq!(kinds(&syn_acks), ["SYN-ACK", "SYN-ACK"]);
+    let answered: Vec<(u16, Option<u32>)> = syn_acks.iter().map(|s| (s.dst_port, s.ack)).collect();
+    assert_eq!(answered, [(1000, Some(2)), (1001, Some(2))]);
+    assert_eq!(bench.fw.connections(), 2);
+    assert_eq!(bench.fw.counters().syn_dropped_half_open, 1);
+    // A connection whose request is complete is half open no more: the SYN sent again
+    // finds room.
+    peers[0].saw(&syn_acks[0]);
+    bench.deliver(peers[0].ack());
+    bench.deliver(peers[0].data(&request_v2(OFFER, 1, 1, b"")));
+    assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    bench.deliver(Peer::new(1002, PORT, 1).syn()); // the same SYN
+    let syn_ack = bench.sent();
+    assert_eq!(kinds(&syn_ack), ["SYN-ACK"]);
+    assert_eq!((syn_ack[0].dst_port, syn_ack[0].ack), (1002, Some(2)));
     assert_eq!(bench.fw.counters().syn_dropped_half_open, 1);
 }
 
