@@ -9,6 +9,7 @@ use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::smoltcp_wire::TcpControl;
+use smoltcp::time::Duration;
 
 /// A passive v2 peer-to-peer connection in FPDU mode; the datapath then carried
 /// `carried` bytes each way.
@@ -380,15 +381,48 @@ mod closing {
         }
     }
 
+    /// 60 s after the peer acknowledged our FIN, or as configured, the entry goes
+    /// without a segment.
     #[test]
     fn fin_wait_2_times_out() {
-        let mut bench = Bench::default();
-        let (mut peer, conn) = established(&mut bench, 0);
-        host_closes(&mut bench, &mut peer, conn);
-        bench.deliver(peer.ack());
-        bench.advance(60_000);
-        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
-        assert_eq!(bench.fw.connections(), 0);
+        let configured = Config {
+            fin_wait_2_timeout: Duration::from_millis(4_000),
+            ..config()
+        };
+        for (config, timeout) in [(config(), 60_000), (configured, 4_000)] {
+            let mut bench = Bench::with(config);
+            let (mut peer, conn) = established(&mut bench, 0);
+            host_closes(&mut bench, &mut peer, conn);
+            bench.deliver(peer.ack());
+            bench.advance(timeout - 1);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+            assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+            bench.advance(1);
+            assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
+            assert!(bench.sent().is_empty());
+            assert_eq!(bench.fw.connections(), 0);
+            // The peer's FIN, late, finds no connection.
+            bench.deliver(peer.fin());
+            assert_eq!(kinds(&bench.sent()), ["RST"]);
+        }
+    }
+
+    /// TIME_WAIT holds the entry 2 MSL (60 s), or as configured, without a word.
+    #[test]
+    fn time_wait_lasts_2_msl() {
+        let configured = Config {
+            time_wait: Duration::from_millis(7_000),
+            ..config()
+        };
+        for (config, two_msl) in [(config(), 60_000), (configured, 7_000)] {
+            let mut bench = Bench::with(config);
+            time_wait(&mut bench);
+            bench.advance(two_msl - 1);
+            assert_eq!(bench.fw.connections(), 1);
+            bench.advance(1);
+            assert_eq!(bench.fw.connections(), 0);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+        }
     }
 
     #[test]

@@ -1041,17 +1041,26 @@ mod await_request {
         assert!(bench.out().is_empty());
     }
 
+    /// 5 s after the handshake (siw's wait), or as configured.
     #[test]
-    fn no_request_within_5_s_closes() {
-        let mut bench = Bench::default();
-        handshake(&mut bench);
-        bench.advance(4_999);
-        assert!(bench.sent().is_empty());
-        bench.advance(1);
-        assert_eq!(kinds(&bench.sent()), ["RST"]);
-        assert!(bench.out().is_empty());
-        assert_eq!(bench.fw.connections(), 0);
-        assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+    fn no_request_in_time_closes() {
+        let configured = Config {
+            mpa_request_timeout: smoltcp::time::Duration::from_millis(2_000),
+            ..config()
+        };
+        for (config, timeout) in [(config(), 5_000), (configured, 2_000)] {
+            let mut bench = Bench::with(config);
+            let peer = handshake(&mut bench);
+            bench.advance(timeout - 1);
+            assert!(bench.sent().is_empty());
+            bench.advance(1);
+            let rst = bench.sent();
+            assert_eq!(kinds(&rst), ["RST"]);
+            assert_eq!((rst[0].seq, rst[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+            assert!(bench.out().is_empty());
+            assert_eq!(bench.fw.connections(), 0);
+            assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+        }
     }
 
     #[test]
