@@ -470,9 +470,9 @@ struct Run {
     peers: Peers,
     handles: Vec<u32>,
     listeners: Vec<u32>,
-    /// Handles of the connects that succeeded, and of the listener's connections.
+    /// Handles of the connects that succeeded, and of the requests raised.
     connects: Vec<u32>,
-    accepted: Vec<u32>,
+    raised: Vec<u32>,
     /// Handles of the CONNECT_REQUESTs the host has not answered, and of the
     /// connections CONNECT_REPLY 0 or ESTABLISHED set up and no CLOSE ended.
     requests: Vec<u32>,
@@ -496,7 +496,7 @@ impl Run {
             handles: Vec::new(),
             listeners: Vec::new(),
             connects: Vec::new(),
-            accepted: Vec::new(),
+            raised: Vec::new(),
             requests: Vec::new(),
             connected: Vec::new(),
             rules: RuleChecker::default(),
@@ -526,7 +526,7 @@ impl Run {
         let fw = &self.bench.fw;
         for (conns, reached) in [
             (&self.connects, &mut self.reached.active),
-            (&self.accepted, &mut self.reached.passive),
+            (&self.raised, &mut self.reached.passive),
         ] {
             for state in conns.iter().filter_map(|&conn| fw.state(conn)) {
                 if !reached.contains(&state) {
@@ -545,7 +545,7 @@ impl Run {
                 match (e.kind, e.status) {
                     (EventKind::ConnectRequest, _) => {
                         self.requests.push(e.conn);
-                        self.accepted.push(e.conn);
+                        self.raised.push(e.conn);
                     }
                     (EventKind::ConnectReply, 0) | (EventKind::Established, _) => {
                         self.connected.push(e.conn)
