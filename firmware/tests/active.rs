@@ -3,13 +3,14 @@
 mod common;
 
 use common::*;
-use iwnic_firmware::State;
+use iwnic_firmware::{Config, Counters, State};
 use iwnic_proto::ddp::{MessageRepr, Opcode};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ETIMEDOUT};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::host::{Command, EventKind};
-use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block};
+use iwnic_proto::mpa::{FrameKind, RtrTypes, V2Block, REPLY_KEY};
 use iwnic_proto::smoltcp_wire::TcpControl;
+use smoltcp::time::Duration;
 
 fn block(rtr: RtrTypes, ird: u16, ord: u16) -> Option<V2Block> {
     Some(V2Block {
@@ -51,27 +52,45 @@ mod syn_sent {
         assert_eq!(bench.fw.connections(), 0);
     }
 
-    /// The request goes again after three times the handshake's round trip (RFC 6298
-    /// §2.2; 200 ms at least), or the initial 1 s after a retransmitted SYN (no sample).
+    /// The SYN goes again after `rto_initial`; the request after three times the
+    /// handshake's round trip (RFC 6298 §2.2), at least `rto_min`, or after
+    /// `rto_initial` when the SYN went again (no sample); twice that the time after.
+    /// With the defaults (1 s, 200 ms) and with neither at its default (300 ms, 500 ms).
     #[test]
     fn the_handshakes_round_trip_sets_the_retransmission_timeout() {
-        for (syn_ack_after, rto) in [(0, 200), (250, 750), (1_500, 1_000)] {
-            let mut bench = Bench::default();
+        let configured = Config {
+            rto_initial: Duration::from_millis(300),
+            rto_min: Duration::from_millis(500),
+            ..config()
+        };
+        for (config, syn_ack_after, syns_again, rto) in [
+            (config(), 0, 0, 200),
+            (config(), 250, 0, 750),
+            (config(), 999, 0, 2_997),
+            (config(), 1_500, 1, 1_000),
+            (configured, 100, 0, 500),
+            (configured, 299, 0, 897),
+            (configured, 300, 1, 300),
+        ] {
+            let mut bench = Bench::with(config);
             connect(&mut bench, false, b"");
             let syn = bench.sent();
             bench.advance(syn_ack_after);
-            bench.sent();
+            let again = bench.sent();
+            assert_eq!(kinds(&again), vec!["SYN"; syns_again], "{syn_ack_after} ms");
             let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
             peer.saw_all(&syn);
             bench.deliver(peer.syn());
             let request = bench.sent();
             assert_eq!(kinds(&request), ["ACK", "DATA"]);
-            bench.advance(rto - 1);
-            assert!(bench.sent().is_empty(), "SYN-ACK after {syn_ack_after} ms");
-            bench.advance(1);
-            let again = bench.sent();
-            assert_eq!(kinds(&again), ["DATA"]);
-            assert_eq!(again[0].payload, request[1].payload);
+            for rto in [rto, 2 * rto] {
+                bench.advance(rto - 1);
+                assert!(bench.sent().is_empty(), "SYN-ACK after {syn_ack_after} ms");
+                bench.advance(1);
+                let again = bench.sent();
+                assert_eq!(kinds(&again), ["DATA"], "SYN-ACK after {syn_ack_after} ms");
+                assert_eq!(again[0].payload, request[1].payload);
+            }
         }
     }
 
@@ -218,28 +237,65 @@ mod await_reply {
         assert_eq!(bench.hal.flows.len(), 1);
     }
 
+    /// The connection is in FPDU mode at the peer's numbers, nothing left in the
+    /// firmware's hands but the entry.
+    fn assert_handed_over(bench: &Bench, peer: &Peer, conn: u32) {
+        assert_eq!(bench.fw.state(conn), Some(State::Established));
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+        assert!(!flow.rtr_expected);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+    }
+
+    /// No RTR (revision 1 has none): the reply's ACK, then FPDU mode with our own IRD
+    /// and ORD (a revision-1 reply negotiates none).
     #[test]
     fn a_revision_1_answer_to_our_revision_2_request_is_taken() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
         bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
-        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!((event(&out[0]).ird, event(&out[0]).ord), (16, 16));
+        assert_handed_over(&bench, &peer, conn);
     }
 
+    /// Each piece is acknowledged as it comes; the RTR follows the last and carries its
+    /// ACK; the peer's ACK of the RTR ends the setup.
     #[test]
     fn a_reply_in_pieces() {
         let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
+        let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
         let whole = reply(FrameKind::Accept, block(RtrTypes::WRITE, 16, 16), b"pieces");
-        for piece in whole.chunks(3) {
+        let pieces: Vec<&[u8]> = whole.chunks(3).collect();
+        for piece in &pieces[..pieces.len() - 1] {
             bench.deliver(peer.data(piece));
+            let ack = bench.sent();
+            assert_eq!(kinds(&ack), ["ACK"]);
+            assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
         }
+        assert!(bench.out().is_empty());
+        bench.deliver(peer.data(pieces[pieces.len() - 1]));
         let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA"], "the RTR after the last piece");
         assert_eq!(
-            *kinds(&segs).last().unwrap(),
-            "DATA",
-            "the RTR after the last piece"
+            (segs[0].seq, segs[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
         );
+        assert_eq!(segs[0].payload, rtr(RtrTypes::WRITE));
+        assert!(
+            bench.out().is_empty(),
+            "CONNECT_REPLY waits for the RTR's ACK"
+        );
+        peer.saw_all(&segs);
+        bench.deliver(peer.ack());
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!(event(&out[0]).private_data, b"pieces");
+        assert_handed_over(&bench, &peer, conn);
     }
 
     #[test]
@@ -328,52 +384,127 @@ mod await_reply {
         assert_eq!(bench.fw.counters().early_data_dropped, 1);
     }
 
-    #[test]
-    fn an_rtr_type_not_offered_is_terminated_0x07() {
+    /// `reply` is refused with a TERMINATE of `code` (acknowledging the reply, at our
+    /// next byte), then an RST after it; the connect fails -EINVAL, leaving nothing.
+    fn assert_terminated(reply: Vec<u8>, code: u8) -> Bench {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(
-            FrameKind::Accept,
-            block(RtrTypes::SEND, 16, 16),
-            b"",
-        )));
+        bench.deliver(peer.data(&reply));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["DATA", "RST"]);
-        assert_eq!(terminate_code(&segs[0].payload), 0x07);
+        assert_eq!(
+            (segs[0].seq, segs[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt))
+        );
+        assert_eq!(terminate_code(&segs[0].payload), code);
+        assert_eq!(segs[1].seq, segs[0].seq + segs[0].len());
         assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.hal.flows.is_empty());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        bench
+    }
+
+    #[test]
+    fn an_rtr_type_not_offered_is_terminated_0x07() {
+        let bench = assert_terminated(
+            reply(FrameKind::Accept, block(RtrTypes::SEND, 16, 16), b""),
+            0x07,
+        );
+        assert_eq!(bench.fw.counters().rtr_mismatch, 1);
     }
 
     #[test]
     fn an_ord_above_our_ird_is_terminated_0x06() {
-        let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.data(&reply(
-            FrameKind::Accept,
-            block(RtrTypes::READ, 16, 32),
-            b"",
-        )));
-        let segs = bench.sent();
-        assert_eq!(terminate_code(&segs[0].payload), 0x06);
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -EINVAL)]);
+        let bench = assert_terminated(
+            reply(FrameKind::Accept, block(RtrTypes::READ, 16, 32), b""),
+            0x06,
+        );
         assert_eq!(bench.fw.counters().ird_shortfall, 1);
     }
 
+    /// 10 s from the request (siw's wait), or as configured.
     #[test]
-    fn no_reply_within_10_s_is_etimedout_and_rst() {
-        let mut bench = Bench::default();
-        let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
-        bench.deliver(peer.ack());
-        bench.advance(9_999);
-        assert!(bench.out().is_empty());
-        bench.advance(1);
-        assert_eq!(
-            briefs(&bench.out()),
-            [format!("ConnectReply({})", -ETIMEDOUT)]
-        );
-        assert_eq!(kinds(&bench.sent()), ["RST"]);
-        assert_eq!(bench.fw.counters().mpa_reply_timeouts, 1);
-        // The request was acknowledged: its retransmission timer found nothing to send.
-        assert_eq!(bench.fw.counters().retransmissions, 0);
+    fn no_reply_in_time_is_etimedout_and_rst() {
+        let configured = Config {
+            mpa_reply_timeout: Duration::from_millis(3_000),
+            ..config()
+        };
+        for (config, timeout) in [(config(), 10_000), (configured, 3_000)] {
+            let mut bench = Bench::with(config);
+            let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
+            bench.deliver(peer.ack());
+            bench.advance(timeout - 1);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+            bench.advance(1);
+            assert_eq!(
+                briefs(&bench.out()),
+                [format!("ConnectReply({})", -ETIMEDOUT)]
+            );
+            let rst = bench.sent();
+            assert_eq!(kinds(&rst), ["RST"]);
+            assert_eq!((rst[0].seq, rst[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+            assert_eq!(bench.fw.state(conn), None);
+            assert_eq!(bench.fw.connections(), 0);
+            assert_eq!(bench.fw.counters().mpa_reply_timeouts, 1);
+            // The request was acknowledged: its retransmission timer found nothing to
+            // send.
+            assert_eq!(bench.fw.counters().retransmissions, 0);
+        }
+    }
+
+    /// spec/mpa.md's first bad-input row on the active side. A reply with a wrong key,
+    /// revision 0 or 3, or PD_Length above 512 is taken as none of it: RST at our next
+    /// byte, acknowledging only the handshake; the connect's one CONNECT_REPLY is
+    /// -EINVAL (rule 4: a protocol error). A truncated reply followed by FIN is the
+    /// peer closing mid-reply: its piece acknowledged, the FIN not taken, RST,
+    /// -ECONNRESET. Each counted; nothing left.
+    #[test]
+    fn a_bad_reply_is_reset_with_one_failed_connect_reply() {
+        let good = reply(FrameKind::Accept, None, b"");
+        let with = |at: usize, byte: u8| {
+            let mut bytes = good.clone();
+            bytes[at] = byte;
+            bytes
+        };
+        let too_long = [&REPLY_KEY[..], &[0x40, 0x01], &513u16.to_be_bytes()].concat();
+        type Counted = fn(&Counters) -> u32;
+        let cases: [(Vec<u8>, bool, Counted, i32); 5] = [
+            (with(4, b'?'), false, |c| c.mpa_bad_key, -EINVAL),
+            (with(17, 0), false, |c| c.mpa_bad_revision, -EINVAL),
+            (with(17, 3), false, |c| c.mpa_bad_revision, -EINVAL),
+            (too_long, false, |c| c.mpa_private_data_too_long, -EINVAL),
+            (good[..10].to_vec(), true, |c| c.mpa_truncated, -ECONNRESET),
+        ];
+        for (bytes, fin, counted, status) in cases {
+            let mut bench = Bench::default();
+            let (mut peer, conn, _) = active_until_request(&mut bench, true, b"");
+            let handshake_end = peer.snd_nxt;
+            bench.deliver(peer.data(&bytes));
+            if fin {
+                bench.deliver(peer.fin());
+            }
+            let sent = bench.sent();
+            let (expected, acknowledged) = match fin {
+                false => (vec!["RST"], handshake_end),
+                true => (vec!["ACK", "RST"], peer.snd_nxt - 1),
+            };
+            assert_eq!(kinds(&sent), expected, "{bytes:?}");
+            for seg in &sent {
+                assert_eq!((seg.seq, seg.ack), (peer.rcv_nxt, Some(acknowledged)));
+            }
+            let out = bench.out();
+            assert_eq!(
+                briefs(&out),
+                [format!("ConnectReply({status})")],
+                "{bytes:?}"
+            );
+            assert_eq!(event(&out[0]).conn, conn);
+            assert_eq!(counted(bench.fw.counters()), 1, "{bytes:?}");
+            assert_eq!(bench.fw.connections(), 0);
+            assert_eq!(bench.fw.buffers_in_use(), 0);
+            assert!(bench.hal.flow_writes.is_empty());
+        }
     }
 
     #[test]
@@ -445,15 +576,21 @@ mod await_rtr_ack {
         );
     }
 
+    /// Nothing answers the RST; the flow was never handed over; nothing is left.
     #[test]
     fn rst_is_connection_reset() {
         let mut bench = Bench::default();
         let peer = until_rtr(&mut bench);
         bench.deliver(peer.rst());
+        assert!(bench.sent().is_empty(), "no RST answers a RST");
         assert_eq!(
             briefs(&bench.out()),
             [format!("ConnectReply({})", -ECONNRESET)]
         );
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert!(bench.hal.flow_writes.is_empty());
+        assert_eq!(bench.fw.counters().resets_received, 1);
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use iwnic_proto::host::Command;
-use iwnic_proto::mpa::{FrameKind, RtrTypes, REQUEST_KEY};
+use iwnic_proto::mpa::{FrameKind, RtrTypes, REPLY_KEY, REQUEST_KEY};
 use iwnic_proto::net::RxDescriptor;
 
 const OFFER: RtrTypes = RtrTypes {
@@ -16,10 +16,15 @@ const OFFER: RtrTypes = RtrTypes {
 };
 
 /// Handshake with a listener, then `bytes` (and FIN if asked) as the request. Returns
-/// what the NIC sent in answer.
-fn request(bench: &mut Bench, bytes: &[u8], fin: bool) -> Vec<Seg> {
+/// the peer and what the NIC sent in answer (which the peer has not seen).
+fn request(bench: &mut Bench, bytes: &[u8], fin: bool) -> (Peer, Vec<Seg>) {
     bench.listen(PORT, 8);
-    let mut peer = Peer::new(40000, PORT, 5);
+    request_from(bench, 40000, bytes, fin)
+}
+
+/// [`request`] from a peer at `port`, to a listener already there.
+fn request_from(bench: &mut Bench, port: u16, bytes: &[u8], fin: bool) -> (Peer, Vec<Seg>) {
+    let mut peer = Peer::new(port, PORT, 5);
     bench.deliver(peer.syn());
     peer.saw_all(&bench.sent());
     bench.deliver(peer.ack());
@@ -27,21 +32,65 @@ fn request(bench: &mut Bench, bytes: &[u8], fin: bool) -> Vec<Seg> {
     if fin {
         bench.deliver(peer.fin());
     }
-    bench.sent()
+    (peer, bench.sent())
 }
 
-fn assert_reset_quietly(bench: &mut Bench, answer: &[Seg]) {
-    assert_eq!(*kinds(answer).last().unwrap(), "RST", "{answer:?}");
-    assert!(answer.iter().all(|s| s.payload.is_empty()), "no reply");
+/// Counters that move for any frame or connection, whatever happens to it.
+const BOOKKEEPING: [&str; 4] = [
+    "frames_received",
+    "frames_sent",
+    "resets_sent",
+    "connections_closed",
+];
+
+/// The counters that moved, bookkeeping aside, are `expected`, once each.
+fn assert_counted(bench: &Bench, expected: &[&str]) {
+    let moved: Vec<(&str, u32)> = (bench.fw.counters().named())
+        .filter(|&(name, n)| n != 0 && !BOOKKEEPING.contains(&name))
+        .collect();
+    let once: Vec<(&str, u32)> = expected.iter().map(|&name| (name, 1)).collect();
+    assert_eq!(moved, once);
+}
+
+/// The answer is one RST and nothing else (no reply): at the byte after our SYN-ACK,
+/// acknowledging the request's bytes up to `acknowledged`. No event, nothing left.
+fn assert_reset_quietly(bench: &mut Bench, peer: &Peer, answer: &[Seg], acknowledged: u32) {
+    assert_eq!(kinds(answer), ["RST"], "{answer:?}");
+    assert_eq!(
+        (answer[0].seq, answer[0].ack),
+        (peer.rcv_nxt, Some(acknowledged))
+    );
     assert!(bench.out().is_empty(), "no event");
     assert_eq!(bench.fw.connections(), 0);
     assert_eq!(bench.fw.buffers_in_use(), 0);
 }
 
-fn assert_rejected(bench: &mut Bench, answer: &[Seg]) {
+/// spec/mpa.md's reject to a revision-2 request of IRD = ORD = 16, no reason bytes:
+/// C, R and the enhanced flag, peer-to-peer with no RTR type.
+const REJECT_V2: [u8; 24] = *b"MPA ID Rep Frame\x70\x02\x00\x04\x80\x10\x00\x10";
+
+/// The answer is `reject` and our FIN in one segment, acknowledging the request; no
+/// event. The peer then closes: after TIME_WAIT the connection is gone, its buffer
+/// too, without a word to the host.
+fn assert_rejected(bench: &mut Bench, mut peer: Peer, answer: &[Seg], reject: &[u8]) {
+    let others = bench.fw.connections() - 1;
     assert_eq!(kinds(answer), ["FIN"], "reply with R=1 and FIN");
-    assert_eq!(parse_mpa(&answer[0].payload).kind, FrameKind::Reject);
+    assert_eq!(
+        (answer[0].seq, answer[0].ack),
+        (peer.rcv_nxt, Some(peer.snd_nxt))
+    );
+    assert_eq!(answer[0].payload, reject);
     assert!(bench.out().is_empty(), "no event");
+    peer.saw_all(answer);
+    bench.deliver(peer.fin());
+    let ack = bench.sent();
+    assert_eq!(kinds(&ack), ["ACK"]);
+    assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+    bench.advance(60_000);
+    assert!(bench.sent().iter().all(|s| s.dst_port != peer.port));
+    assert!(bench.out().is_empty());
+    assert_eq!(bench.fw.connections(), others);
+    assert_eq!(bench.fw.buffers_in_use(), 0);
 }
 
 #[test]
@@ -49,16 +98,18 @@ fn wrong_key() {
     let mut bench = Bench::default();
     let mut bytes = request_v2(OFFER, 16, 16, b"");
     bytes[4] = b'?';
-    let answer = request(&mut bench, &bytes, false);
-    assert_reset_quietly(&mut bench, &answer);
-    assert_eq!(bench.fw.counters().mpa_bad_key, 1);
+    let (peer, answer) = request(&mut bench, &bytes, false);
+    assert_reset_quietly(&mut bench, &peer, &answer, peer.snd_nxt);
+    assert_counted(&bench, &["mpa_bad_key"]);
 }
 
 #[test]
 fn a_reply_key_where_a_request_belongs() {
     let mut bench = Bench::default();
-    let answer = request(&mut bench, &reply(FrameKind::Accept, None, b""), false);
-    assert_reset_quietly(&mut bench, &answer);
+    let bytes = reply(FrameKind::Accept, None, b"");
+    let (peer, answer) = request(&mut bench, &bytes, false);
+    assert_reset_quietly(&mut bench, &peer, &answer, peer.snd_nxt);
+    assert_counted(&bench, &["mpa_bad_key"]);
 }
 
 #[test]
@@ -67,9 +118,9 @@ fn revision_0_and_3() {
         let mut bench = Bench::default();
         let mut bytes = request_v2(OFFER, 16, 16, b"");
         bytes[17] = revision;
-        let answer = request(&mut bench, &bytes, false);
-        assert_reset_quietly(&mut bench, &answer);
-        assert_eq!(bench.fw.counters().mpa_bad_revision, 1);
+        let (peer, answer) = request(&mut bench, &bytes, false);
+        assert_reset_quietly(&mut bench, &peer, &answer, peer.snd_nxt);
+        assert_counted(&bench, &["mpa_bad_revision"]);
     }
 }
 
@@ -79,18 +130,25 @@ fn pd_length_over_512_is_refused_from_the_header() {
     let mut header = REQUEST_KEY.to_vec();
     header.extend_from_slice(&[0x40, 0x01]);
     header.extend_from_slice(&513u16.to_be_bytes());
-    let answer = request(&mut bench, &header, false);
-    assert_reset_quietly(&mut bench, &answer);
-    assert_eq!(bench.fw.counters().mpa_private_data_too_long, 1);
+    let (peer, answer) = request(&mut bench, &header, false);
+    assert_reset_quietly(&mut bench, &peer, &answer, peer.snd_nxt);
+    assert_counted(&bench, &["mpa_private_data_too_long"]);
 }
 
+/// The piece is acknowledged as it comes; the FIN behind it is not taken.
 #[test]
 fn truncated_frame_followed_by_fin() {
     let mut bench = Bench::default();
     let bytes = request_v2(OFFER, 16, 16, b"cut short");
-    let answer = request(&mut bench, &bytes[..bytes.len() - 3], true);
-    assert_reset_quietly(&mut bench, &answer[1..]);
-    assert_eq!(bench.fw.counters().mpa_truncated, 1);
+    let (peer, answer) = request(&mut bench, &bytes[..bytes.len() - 3], true);
+    let piece_end = peer.snd_nxt - 1;
+    assert_eq!(kinds(&answer[..1]), ["ACK"]);
+    assert_eq!(
+        (answer[0].seq, answer[0].ack),
+        (peer.rcv_nxt, Some(piece_end))
+    );
+    assert_reset_quietly(&mut bench, &peer, &answer[1..], piece_end);
+    assert_counted(&bench, &["mpa_truncated"]);
 }
 
 #[test]
@@ -98,9 +156,9 @@ fn extra_bytes_in_the_request_segment() {
     let mut bench = Bench::default();
     let mut bytes = request_v2(OFFER, 16, 16, b"");
     bytes.extend_from_slice(b"FPDU too early");
-    let answer = request(&mut bench, &bytes, false);
-    assert_reset_quietly(&mut bench, &answer);
-    assert_eq!(bench.fw.counters().mpa_extra_bytes, 1);
+    let (peer, answer) = request(&mut bench, &bytes, false);
+    assert_reset_quietly(&mut bench, &peer, &answer, peer.snd_nxt);
+    assert_counted(&bench, &["mpa_extra_bytes"]);
 }
 
 #[test]
@@ -108,42 +166,39 @@ fn markers_requested() {
     let mut bench = Bench::default();
     let mut bytes = request_v2(OFFER, 16, 16, b"");
     bytes[16] |= 0x80;
-    let answer = request(&mut bench, &bytes, false);
-    assert_rejected(&mut bench, &answer);
-    assert_eq!(bench.fw.counters().mpa_markers_refused, 1);
+    let (peer, answer) = request(&mut bench, &bytes, false);
+    assert_rejected(&mut bench, peer, &answer, &REJECT_V2);
+    assert_counted(&bench, &["mpa_markers_refused", "mpa_rejects_sent"]);
 }
 
+/// Revision 2 without the block it announces: the reject is revision 2 without one.
 #[test]
 fn enhanced_flag_without_v2_block() {
     let mut bench = Bench::default();
     let mut bytes = REQUEST_KEY.to_vec();
     bytes.extend_from_slice(&[0x50, 0x02, 0x00, 0x02, 0xAA, 0xBB]);
-    let answer = request(&mut bench, &bytes, false);
-    assert_rejected(&mut bench, &answer);
-    assert_eq!(bench.fw.counters().mpa_missing_v2_block, 1);
+    let (peer, answer) = request(&mut bench, &bytes, false);
+    let reject = [&REPLY_KEY[..], &[0x60, 0x02, 0x00, 0x00]].concat();
+    assert_rejected(&mut bench, peer, &answer, &reject);
+    assert_counted(&bench, &["mpa_missing_v2_block", "mpa_rejects_sent"]);
 }
 
 #[test]
 fn backlog_full_rejects_and_counts() {
     let mut bench = Bench::default();
     let listener = bench.listen(PORT, 1);
-    let mut raised = Vec::new();
-    for port in [40000u16, 40001] {
-        let mut peer = Peer::new(port, PORT, 5);
-        bench.deliver(peer.syn());
-        peer.saw_all(&bench.sent());
-        bench.deliver(peer.ack());
-        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
-        raised.push((bench.sent(), bench.out()));
-    }
-    assert_eq!(briefs(&raised[0].1), ["ConnectRequest(0)"]);
-    assert_eq!(event(&raised[0].1[0]).listener, listener);
-    assert_rejected(&mut bench, &raised[1].0);
+    let request = request_v2(OFFER, 16, 16, b"");
+    let (_, raised) = request_from(&mut bench, 40000, &request, false);
+    assert!(raised.is_empty(), "the request's ACK waits for the reply");
+    let out = bench.out();
+    assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
+    assert_eq!(event(&out[0]).listener, listener);
+    let (peer, refused) = request_from(&mut bench, 40001, &request, false);
+    assert_rejected(&mut bench, peer, &refused, &REJECT_V2);
     assert_eq!(bench.fw.counters().backlog_refused, 1);
     // Once the first is accepted, the backlog has room again.
-    let conn = event(&raised[0].1[0]).conn;
     bench.command(Command::Accept {
-        conn,
+        conn: event(&out[0]).conn,
         ird: 1,
         ord: 1,
         qpn: 1,
@@ -151,11 +206,7 @@ fn backlog_full_rejects_and_counts() {
     });
     bench.out();
     bench.sent();
-    let mut peer = Peer::new(40002, PORT, 5);
-    bench.deliver(peer.syn());
-    peer.saw_all(&bench.sent());
-    bench.deliver(peer.ack());
-    bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+    request_from(&mut bench, 40002, &request, false);
     assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
 }
 

@@ -9,6 +9,7 @@ use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::smoltcp_wire::TcpControl;
+use smoltcp::time::Duration;
 
 /// A passive v2 peer-to-peer connection in FPDU mode; the datapath then carried
 /// `carried` bytes each way.
@@ -142,23 +143,37 @@ mod established {
     #[test]
     fn simultaneous_close_goes_through_closing() {
         let mut bench = Bench::default();
-        let (mut peer, conn) = established(&mut bench, 0);
+        let (mut peer, conn) = established(&mut bench, 1_000);
         bench.command(Command::Disconnect {
             conn,
             abrupt: false,
         });
-        bench.out();
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
         let our_fin = bench.sent();
+        assert_eq!(kinds(&our_fin), ["FIN"]);
+        assert_eq!(
+            (our_fin[0].seq, our_fin[0].ack),
+            (peer.rcv_nxt, Some(peer.snd_nxt)),
+            "at the datapath's numbers"
+        );
         // The peer's FIN crosses ours: it does not acknowledge it.
         bench.deliver(peer.fin());
         assert_eq!(bench.fw.state(conn), Some(State::Closing));
-        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(
+            (ack[0].seq, ack[0].ack),
+            (our_fin[0].seq + 1, Some(peer.snd_nxt)),
+            "after our FIN, acknowledging theirs"
+        );
+        assert!(bench.out().is_empty(), "CLOSE waits for our FIN's ACK");
         peer.saw_all(&our_fin);
         bench.deliver(peer.ack());
         assert_eq!(briefs(&bench.out()), ["Close(0)"]);
+        assert_eq!(bench.fw.connections(), 1, "TIME_WAIT");
         bench.advance(60_000);
         assert_eq!(bench.fw.connections(), 0);
-        assert!(bench.out().is_empty());
+        assert!(bench.out().is_empty() && bench.sent().is_empty());
     }
 
     #[test]
@@ -366,15 +381,48 @@ mod closing {
         }
     }
 
+    /// 60 s after the peer acknowledged our FIN, or as configured, the entry goes
+    /// without a segment.
     #[test]
     fn fin_wait_2_times_out() {
-        let mut bench = Bench::default();
-        let (mut peer, conn) = established(&mut bench, 0);
-        host_closes(&mut bench, &mut peer, conn);
-        bench.deliver(peer.ack());
-        bench.advance(60_000);
-        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
-        assert_eq!(bench.fw.connections(), 0);
+        let configured = Config {
+            fin_wait_2_timeout: Duration::from_millis(4_000),
+            ..config()
+        };
+        for (config, timeout) in [(config(), 60_000), (configured, 4_000)] {
+            let mut bench = Bench::with(config);
+            let (mut peer, conn) = established(&mut bench, 0);
+            host_closes(&mut bench, &mut peer, conn);
+            bench.deliver(peer.ack());
+            bench.advance(timeout - 1);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+            assert_eq!(bench.fw.state(conn), Some(State::FinWait2));
+            bench.advance(1);
+            assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
+            assert!(bench.sent().is_empty());
+            assert_eq!(bench.fw.connections(), 0);
+            // The peer's FIN, late, finds no connection.
+            bench.deliver(peer.fin());
+            assert_eq!(kinds(&bench.sent()), ["RST"]);
+        }
+    }
+
+    /// TIME_WAIT holds the entry 2 MSL (60 s), or as configured, without a word.
+    #[test]
+    fn time_wait_lasts_2_msl() {
+        let configured = Config {
+            time_wait: Duration::from_millis(7_000),
+            ..config()
+        };
+        for (config, two_msl) in [(config(), 60_000), (configured, 7_000)] {
+            let mut bench = Bench::with(config);
+            time_wait(&mut bench);
+            bench.advance(two_msl - 1);
+            assert_eq!(bench.fw.connections(), 1);
+            bench.advance(1);
+            assert_eq!(bench.fw.connections(), 0);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+        }
     }
 
     #[test]

@@ -110,10 +110,27 @@ fn the_half_open_limit_drops_syns() {
         ..config()
     });
     bench.listen(PORT, 0);
-    for port in 0..3u16 {
-        bench.deliver(Peer::new(1000 + port, PORT, 1).syn());
+    let mut peers: Vec<Peer> = (0..3u16).map(|p| Peer::new(1000 + p, PORT, 1)).collect();
+    for peer in &mut peers {
+        bench.deliver(peer.syn());
     }
-    assert_eq!(kinds(&bench.sent()), ["SYN-ACK", "SYN-ACK"]);
+    // The third is dropped, not refused: its SYN will come again.
+    let syn_acks = bench.sent();
+    assert_eq!(kinds(&syn_acks), ["SYN-ACK", "SYN-ACK"]);
+    let answered: Vec<(u16, Option<u32>)> = syn_acks.iter().map(|s| (s.dst_port, s.ack)).collect();
+    assert_eq!(answered, [(1000, Some(2)), (1001, Some(2))]);
+    assert_eq!(bench.fw.connections(), 2);
+    assert_eq!(bench.fw.counters().syn_dropped_half_open, 1);
+    // A connection whose request is complete is half open no more: the SYN sent again
+    // finds room.
+    peers[0].saw(&syn_acks[0]);
+    bench.deliver(peers[0].ack());
+    bench.deliver(peers[0].data(&request_v2(OFFER, 1, 1, b"")));
+    assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    bench.deliver(Peer::new(1002, PORT, 1).syn()); // the same SYN
+    let syn_ack = bench.sent();
+    assert_eq!(kinds(&syn_ack), ["SYN-ACK"]);
+    assert_eq!((syn_ack[0].dst_port, syn_ack[0].ack), (1002, Some(2)));
     assert_eq!(bench.fw.counters().syn_dropped_half_open, 1);
 }
 
@@ -224,6 +241,43 @@ fn unlisten_drops_requests_not_raised_and_keeps_raised_ones() {
     raised_peer.saw_all(&bench.sent());
     bench.deliver(raised_peer.data(&rtr(RtrTypes::READ)));
     assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+}
+
+/// Rule 10 for a connection that has only its SYN (half open, nothing raised): the NIC
+/// resets it at once, at the byte after its SYN-ACK, and frees it; nothing is sent
+/// again, the peer's ACK that completes the handshake finds no connection, and a new
+/// listener on the port has its half-open room whole (the limit is 1 here).
+#[test]
+fn unlisten_resets_a_half_open_connection() {
+    let mut bench = Bench::with(Config {
+        half_open_limit: 1,
+        ..config()
+    });
+    let listener = bench.listen(PORT, 8);
+    let mut peer = Peer::new(40000, PORT, 7);
+    bench.deliver(peer.syn());
+    let syn_ack = bench.sent();
+    assert_eq!(kinds(&syn_ack), ["SYN-ACK"]);
+    bench.command(Command::Unlisten { listener });
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let rst = bench.sent();
+    assert_eq!(kinds(&rst), ["RST"]);
+    assert_eq!(
+        (rst[0].seq, rst[0].ack),
+        (syn_ack[0].seq + 1, Some(peer.snd_nxt))
+    );
+    assert_eq!(bench.fw.connections(), 0);
+    peer.saw_all(&syn_ack);
+    bench.deliver(peer.ack());
+    let refused = bench.sent();
+    assert_eq!(kinds(&refused), ["RST"]);
+    assert_eq!((refused[0].seq, refused[0].ack), (peer.rcv_nxt, None));
+    bench.advance(70_000);
+    assert!(bench.sent().is_empty() && bench.out().is_empty());
+    bench.listen(PORT, 8);
+    bench.deliver(Peer::new(40001, PORT, 9).syn());
+    assert_eq!(kinds(&bench.sent()), ["SYN-ACK"]);
+    assert_eq!(bench.fw.counters().syn_dropped_half_open, 0);
 }
 
 #[test]

@@ -202,18 +202,34 @@ mod await_accept {
                 passive_until_request(&mut bench, &request_v2(offer, 4, 4, b""));
             accept(&mut bench, request.conn, b"");
             let reply = bench.sent();
+            assert_eq!(kinds(&reply), ["DATA"]);
+            assert_eq!(reply[0].ack, Some(peer.snd_nxt));
+            // Our ORD relaxed to the initiator's IRD (4).
+            let block = parse_mpa(&reply[0].payload).v2.unwrap();
             assert_eq!(
-                parse_mpa(&reply[0].payload).v2.unwrap().rtr,
-                chosen,
-                "offer {offer:?}"
+                (block.rtr, block.ird, block.ord),
+                (chosen, 8, 4),
+                "{offer:?}"
             );
             peer.saw_all(&reply);
             bench.arrive(peer.data(&rtr(chosen)));
+            // The datapath took the RTR: its ACK, at the byte after the reply.
+            let ack = bench.sent();
+            assert_eq!(kinds(&ack), ["ACK"], "offer {offer:?}");
+            assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"], "{offer:?}");
+            assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 4));
+            let flow = bench.hal.flows.values().next().copied().unwrap();
+            assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+            assert!(!flow.rtr_expected);
             assert_eq!(
-                briefs(&bench.out()),
-                ["DONE(0)", "Established(0)"],
-                "offer {offer:?}"
+                bench.hal.flow_writes.len(),
+                1,
+                "written once, at the accept"
             );
+            assert_eq!(bench.fw.state(request.conn), Some(State::Established));
+            assert_eq!(bench.fw.buffers_in_use(), 0);
         }
     }
 
@@ -1022,17 +1038,26 @@ mod await_request {
         assert!(bench.out().is_empty());
     }
 
+    /// 5 s after the handshake (siw's wait), or as configured.
     #[test]
-    fn no_request_within_5_s_closes() {
-        let mut bench = Bench::default();
-        handshake(&mut bench);
-        bench.advance(4_999);
-        assert!(bench.sent().is_empty());
-        bench.advance(1);
-        assert_eq!(kinds(&bench.sent()), ["RST"]);
-        assert!(bench.out().is_empty());
-        assert_eq!(bench.fw.connections(), 0);
-        assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+    fn no_request_in_time_closes() {
+        let configured = Config {
+            mpa_request_timeout: smoltcp::time::Duration::from_millis(2_000),
+            ..config()
+        };
+        for (config, timeout) in [(config(), 5_000), (configured, 2_000)] {
+            let mut bench = Bench::with(config);
+            let peer = handshake(&mut bench);
+            bench.advance(timeout - 1);
+            assert!(bench.sent().is_empty());
+            bench.advance(1);
+            let rst = bench.sent();
+            assert_eq!(kinds(&rst), ["RST"]);
+            assert_eq!((rst[0].seq, rst[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+            assert!(bench.out().is_empty());
+            assert_eq!(bench.fw.connections(), 0);
+            assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+        }
     }
 
     #[test]
