@@ -4,7 +4,7 @@ use iwnic_proto::errno::{
     EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EHOSTUNREACH, EINVAL, ENOBUFS, ENOMEM,
 };
 use iwnic_proto::host::{Command, CommandRecord, Endpoint, EventKind, IpAddr};
-use iwnic_proto::mpa::{FrameRepr, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
+use iwnic_proto::mpa::{FrameRepr, RtrTypes, MAX_PRIVATE_DATA, V2_BLOCK_LEN};
 use smoltcp::wire::TcpControl;
 
 use crate::hal::{is_peer_address, FlowWrite, FourTuple, Nic};
@@ -328,9 +328,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.send_staged(nic, i, false);
         // A flow the datapath cannot carry fails the accept, as a provider out of
         // hardware connection slots does (-ENOMEM); the peer gets a reset after the reply.
-        if self
-            .install_flow(nic, i, neg.peer_to_peer, FlowWrite::Install)
-            .is_err()
+        // A Read RTR is answered with a Read Response before our first FPDU, which the
+        // firmware sends: the flow stays off the datapath until the RTR has come here.
+        if neg.rtr != RtrTypes::READ
+            && self
+                .install_flow(nic, i, neg.peer_to_peer, FlowWrite::Install)
+                .is_err()
         {
             return fail(self, nic, ENOMEM);
         }

@@ -94,6 +94,8 @@ counters! {
     mpa_rejects_sent,
     /// RTR messages of a type not agreed, or not an RTR at all.
     rtr_mismatch,
+    /// Zero-length RDMA Read Responses sent to answer an initiator's Read RTR.
+    read_responses_sent,
     /// Replies whose ORD exceeds our IRD.
     ird_shortfall,
     /// FPDUs with a CRC32c error (firmware-checked or reported by the datapath).

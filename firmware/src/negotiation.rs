@@ -143,13 +143,15 @@ fn asked_by(frame: &FrameRepr) -> Negotiation {
     }
 }
 
-/// The responder's choice among the offered RTR types: a zero-length Read first (what
-/// Chelsio hardware defaults to), then Write, then Send.
+/// The responder's choice among the offered RTR types: a zero-length Write first, as
+/// siw's and cxgb4's responders choose (the datapath takes it, and nothing answers it),
+/// then Read (all a cxgb4 initiator offers by default; it needs a Read Response), then
+/// Send.
 fn choose_rtr(offer: RtrTypes) -> RtrTypes {
-    if offer.read {
-        RtrTypes::READ
-    } else if offer.write {
+    if offer.write {
         RtrTypes::WRITE
+    } else if offer.read {
+        RtrTypes::READ
     } else {
         RtrTypes::SEND
     }

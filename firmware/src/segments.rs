@@ -1,6 +1,6 @@
 //! Frames from the firmware RX queue and datapath reports, per connection state.
 
-use iwnic_proto::ddp::{llp_code, MessageRepr, TerminateRepr};
+use iwnic_proto::ddp::{llp_code, Body, MessageRepr, ReadRequestRepr, TerminateRepr};
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
@@ -43,6 +43,18 @@ fn judge_rtr(rx: &[u8], agreed: RtrTypes) -> Result<Option<usize>, RtrError> {
         Ok(rtr) if rtr == Some(agreed) => Ok(Some(total)),
         Err(Error::BadCrc { .. }) => Err(RtrError::Crc),
         _ => Err(RtrError::Mismatch),
+    }
+}
+
+/// The Read Request in a Read RTR FPDU that `judge_rtr` took (its sink buffer is all a
+/// zero-length response needs).
+fn read_request_of(rtr: &[u8]) -> ReadRequestRepr {
+    match FpduRepr::parse(rtr).and_then(|f| MessageRepr::parse(f.ulpdu)) {
+        Ok(MessageRepr {
+            body: Body::ReadRequest(request),
+            ..
+        }) => request,
+        _ => ReadRequestRepr::default(),
     }
 }
 
@@ -714,17 +726,57 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
         // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
         // the flow came here, so our sequence numbers are the current ones. The datapath
-        // acknowledges the RTR from them.
+        // acknowledges the RTR from them, or our Read Response does.
         // Rewrites the flow the accept installed, whose tuple is in the table: this fails
-        // only on a datapath that lost it.
-        if self
-            .install_flow(nic, i, false, FlowWrite::InstallAndAcknowledge)
-            .is_err()
-        {
+        // only on a datapath that lost it. (A Read RTR's flow is installed only now.)
+        let write = match agreed {
+            RtrTypes::READ => {
+                let rtr = match have {
+                    0 => payload,
+                    _ => self.buffer(i).map_or(&[][..], NegotiationBuffer::rx),
+                };
+                let request = read_request_of(rtr.get(..total).unwrap_or(&[]));
+                self.send_read_response(nic, i, &request);
+                FlowWrite::Install
+            }
+            _ => FlowWrite::InstallAndAcknowledge,
+        };
+        if self.install_flow(nic, i, false, write).is_err() {
             return self.abort(nic, i, -ENOMEM);
         }
         self.rtr_arrived(nic, i);
         self.keep_only_unacked(i);
+    }
+
+    /// Answer the initiator's Read RTR, `request`, with the zero-length Read Response it
+    /// waits for as for any RDMA Read, as our first FPDU: kept in the negotiation buffer
+    /// until the datapath sees it acknowledged, sent again like the reply.
+    #[cold]
+    fn send_read_response<H: Nic>(&mut self, nic: &mut H, i: usize, request: &ReadRequestRepr) {
+        let response = MessageRepr::zero_length_read_response(request);
+        let mut ulpdu = [0u8; iwnic_proto::ddp::TAGGED_HEADER_LEN];
+        let mut fpdu = [0u8; fpdu_len(iwnic_proto::ddp::TAGGED_HEADER_LEN)];
+        let Ok(len) = response
+            .emit(&mut ulpdu)
+            .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu))
+        else {
+            return;
+        };
+        let seq = self.conns[i].snd_nxt;
+        let Some(b) = self.buffer_mut(i) else { return };
+        // After whatever of the reply is still unacknowledged, which ends at snd_nxt.
+        let skip = usize::from(b.tx_len);
+        if skip == 0 {
+            b.tx_seq = seq;
+        }
+        let Some(room) = b.tx.get_mut(skip..skip + len) else {
+            return;
+        };
+        room.copy_from_slice(&fpdu[..len]);
+        b.tx_len += len as u16;
+        self.send(nic, i, TcpControl::Psh, seq, Payload::Buffered { skip });
+        self.conns[i].snd_nxt = seq.wrapping_add(len as u32);
+        self.counters.read_responses_sent += 1;
     }
 
     /// The datapath took the peer's RTR itself (the usual case: the RTR arrives whole,

@@ -239,7 +239,7 @@ fn unlisten_drops_requests_not_raised_and_keeps_raised_ones() {
         private_data: b"",
     });
     raised_peer.saw_all(&bench.sent());
-    bench.deliver(raised_peer.data(&rtr(RtrTypes::READ)));
+    bench.deliver(raised_peer.data(&rtr(RtrTypes::WRITE)));
     assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
 }
 

@@ -127,7 +127,11 @@ mod await_accept {
             assert_eq!(frame.kind, FrameKind::Accept);
             let block = frame.v2.unwrap();
             assert!(block.peer_to_peer);
-            assert_eq!(block.rtr, RtrTypes::READ, "a zero-length Read is preferred");
+            assert_eq!(
+                block.rtr,
+                RtrTypes::WRITE,
+                "a zero-length Write is preferred, as siw's and cxgb4's responders choose"
+            );
             // Our ORD is relaxed to the initiator's IRD; our IRD is what the host asked.
             assert_eq!(
                 (block.ird, block.ord, frame.private_data),
@@ -149,7 +153,7 @@ mod await_accept {
 
             let sent_before = bench.fw.counters().frames_sent;
             let writes_before = bench.hal.flow_writes.len();
-            deliver_rtr(&mut bench, peer.data(&rtr(RtrTypes::READ)));
+            deliver_rtr(&mut bench, peer.data(&rtr(RtrTypes::WRITE)));
             let ack = bench.sent();
             assert_eq!(kinds(&ack), ["ACK"]);
             assert_eq!(ack[0].ack, Some(peer.snd_nxt));
@@ -187,7 +191,6 @@ mod await_accept {
         for (offer, chosen) in [
             (RtrTypes::SEND, RtrTypes::SEND),
             (RtrTypes::WRITE, RtrTypes::WRITE),
-            (RtrTypes::READ, RtrTypes::READ),
             (
                 RtrTypes {
                     send: true,
@@ -196,6 +199,7 @@ mod await_accept {
                 },
                 RtrTypes::WRITE,
             ),
+            (OFFER, RtrTypes::WRITE),
         ] {
             let mut bench = Bench::default();
             let (mut peer, request) =
@@ -490,7 +494,7 @@ mod await_rtr {
     fn an_rtr_with_a_bad_crc_is_terminated_and_closes_the_connection() {
         let mut bench = Bench::default();
         let (mut peer, _) = until_reply(&mut bench);
-        let mut bad = rtr(RtrTypes::READ);
+        let mut bad = rtr(RtrTypes::WRITE);
         bad[5] ^= 1;
         bench.deliver(peer.data(&bad));
         let segs = bench.sent();
@@ -503,7 +507,7 @@ mod await_rtr {
     fn an_rtr_of_another_type_is_terminated_0x07() {
         let mut bench = Bench::default();
         let (mut peer, _) = until_reply(&mut bench);
-        bench.deliver(peer.data(&rtr(RtrTypes::WRITE)));
+        bench.deliver(peer.data(&rtr(RtrTypes::READ)));
         let segs = bench.sent();
         assert_eq!(terminate_code(&segs[0].payload), 0x07);
         assert_eq!(bench.fw.counters().rtr_mismatch, 1);
@@ -515,7 +519,7 @@ mod await_rtr {
     fn a_taken_rtr_of_another_type_is_terminated_0x07() {
         let mut bench = Bench::default();
         let (mut peer, _) = until_reply(&mut bench);
-        bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
+        bench.arrive(peer.data(&rtr(RtrTypes::READ)));
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["ACK", "DATA", "RST"]);
         assert_eq!(terminate_code(&segs[1].payload), 0x07);
@@ -532,7 +536,7 @@ mod await_rtr {
     fn a_taken_rtr_leaves_nothing_to_send_again() {
         let mut bench = Bench::default();
         let (mut peer, conn) = until_reply(&mut bench);
-        bench.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
         bench.sent();
         assert_eq!(briefs(&bench.out()), ["Established(0)"]);
         assert_eq!(bench.fw.buffers_in_use(), 0);
@@ -550,7 +554,7 @@ mod await_rtr {
     fn a_fin_behind_a_taken_rtr_finds_the_connection_established() {
         let mut bench = Bench::default();
         let (mut peer, conn) = until_reply(&mut bench);
-        bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.hal.arrive(peer.data(&rtr(RtrTypes::WRITE)));
         bench.hal.arrive(peer.fin());
         bench.poll();
         let segs = bench.sent();
@@ -569,7 +573,7 @@ mod await_rtr {
     fn a_report_after_the_connection_ended_is_ignored() {
         let mut bench = Bench::default();
         let (mut peer, conn) = until_reply(&mut bench);
-        bench.hal.arrive(peer.data(&rtr(RtrTypes::READ)));
+        bench.hal.arrive(peer.data(&rtr(RtrTypes::WRITE)));
         bench.command(Command::Release { conn });
         let segs = bench.sent();
         assert_eq!(kinds(&segs), ["ACK", "RST"]);
@@ -592,7 +596,7 @@ mod await_rtr {
         let mut bench = Bench::default();
         let (mut peer, conn) = until_reply(&mut bench);
         let start = peer.snd_nxt;
-        let whole = rtr(RtrTypes::READ);
+        let whole = rtr(RtrTypes::WRITE);
         bench.deliver(peer.data(&whole[..7]));
         let ack = bench.sent();
         assert_eq!(ack[0].ack, Some(start + 7), "the firmware took the piece");
@@ -614,7 +618,7 @@ mod await_rtr {
     fn an_rtr_in_pieces_is_collected() {
         let mut bench = Bench::default();
         let (mut peer, _) = until_reply(&mut bench);
-        let whole = rtr(RtrTypes::READ);
+        let whole = rtr(RtrTypes::WRITE);
         for piece in whole.chunks(7) {
             bench.deliver(peer.data(piece));
         }
@@ -627,7 +631,7 @@ mod await_rtr {
         let (mut peer, _) = until_reply(&mut bench);
         // The peer acknowledges the reply but never sends the rest of the RTR.
         bench.deliver(peer.ack());
-        bench.deliver(peer.data(&rtr(RtrTypes::READ)[..7]));
+        bench.deliver(peer.data(&rtr(RtrTypes::WRITE)[..7]));
         bench.sent();
         bench.advance(10_000);
         let rst = bench.sent();
@@ -676,11 +680,170 @@ mod await_rtr {
         // A piece of the RTR moves rcv_nxt on: an RST behind it is old and ignored (the
         // firmware's numbers count, not the context written at accept).
         let start = peer.snd_nxt;
-        bench.deliver(peer.data(&rtr(RtrTypes::READ)[..7]));
+        bench.deliver(peer.data(&rtr(RtrTypes::WRITE)[..7]));
         bench.deliver(peer.again(TcpControl::Rst, start + 1, &[]));
         assert!(bench.out().is_empty());
         bench.deliver(peer.rst());
         assert_established_then_closed(&mut bench, -ECONNRESET);
+    }
+}
+
+/// An initiator that offers only the Read RTR (cxgb4's default): its zero-length Read
+/// Request is an RDMA Read like any other and waits in its outstanding reads for a Read
+/// Response, which the firmware sends as our first FPDU. The flow goes to the datapath
+/// only with it, so the RTR comes to the firmware.
+mod await_read_rtr {
+    use super::*;
+    use iwnic_proto::ddp::{Body, HeaderRepr, MessageRepr, Opcode, Placement, ReadRequestRepr};
+    use iwnic_proto::fpdu::FpduRepr;
+
+    const SINK_STAG: u32 = 0x0A0B_0C0D;
+    const SINK_TO: u64 = 0x1122_3344_5566_7788;
+
+    /// The Read RTR with a sink buffer of its own, as another stack may send it (siw
+    /// puts a 1 in the STag hardware may treat specially).
+    fn read_rtr() -> Vec<u8> {
+        fpdu(&MessageRepr {
+            header: HeaderRepr {
+                last: true,
+                opcode: Opcode::ReadRequest,
+                placement: Placement::Untagged {
+                    inv_stag: 0,
+                    qn: 1,
+                    msn: 1,
+                    mo: 0,
+                },
+            },
+            body: Body::ReadRequest(ReadRequestRepr {
+                sink_stag: SINK_STAG,
+                sink_to: SINK_TO,
+                size: 0,
+                source_stag: 1,
+                source_to: 0,
+            }),
+        })
+    }
+
+    /// The reply (choosing Read), the flow not yet handed over.
+    fn until_reply(bench: &mut Bench) -> (Peer, u32) {
+        let (mut peer, request) =
+            passive_until_request(bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+        accept(bench, request.conn, b"");
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        let reply = bench.sent();
+        let block = parse_mpa(&reply[0].payload).v2.unwrap();
+        assert_eq!(block.rtr, RtrTypes::READ);
+        peer.saw_all(&reply);
+        assert!(bench.hal.flow_writes.is_empty(), "no flow before the RTR");
+        (peer, request.conn)
+    }
+
+    /// The zero-length Read Response to `read_rtr`, checked byte for byte.
+    fn assert_read_response(payload: &[u8]) {
+        let fpdu = FpduRepr::parse(payload).expect("one FPDU with a good CRC");
+        assert_eq!(payload.len(), 20);
+        let message = MessageRepr::parse(fpdu.ulpdu).unwrap();
+        assert_eq!(
+            message,
+            MessageRepr {
+                header: HeaderRepr {
+                    last: true,
+                    opcode: Opcode::ReadResponse,
+                    placement: Placement::Tagged {
+                        stag: SINK_STAG,
+                        to: SINK_TO,
+                    },
+                },
+                body: Body::Payload(&[]),
+            }
+        );
+    }
+
+    #[test]
+    fn the_rtr_is_answered_with_a_zero_length_read_response_then_established() {
+        for in_pieces in [false, true] {
+            let mut bench = Bench::default();
+            let (mut peer, conn) = until_reply(&mut bench);
+            let reply_end = peer.rcv_nxt;
+            let rtr = read_rtr();
+            let sent = match in_pieces {
+                false => {
+                    bench.deliver(peer.data(&rtr));
+                    bench.sent()
+                }
+                true => {
+                    let mut sent = vec![];
+                    for piece in rtr.chunks(11) {
+                        bench.deliver(peer.data(piece));
+                        sent.extend(bench.sent());
+                    }
+                    sent.split_off(sent.len() - 1)
+                }
+            };
+            assert_eq!(kinds(&sent), ["DATA"], "pieces: {in_pieces}");
+            assert_eq!((sent[0].seq, sent[0].ack), (reply_end, Some(peer.snd_nxt)));
+            assert_read_response(&sent[0].payload);
+            peer.saw_all(&sent);
+            // The flow from the bytes after the RTR and after our Read Response.
+            assert_eq!(bench.hal.flow_writes.len(), 1);
+            let flow = bench.hal.flows.values().next().copied().unwrap();
+            assert!(!flow.rtr_expected && flow.crc);
+            assert_eq!(
+                (flow.snd_una, flow.snd_nxt, flow.rcv_nxt),
+                (reply_end, peer.rcv_nxt, peer.snd_nxt)
+            );
+            assert_eq!(briefs(&bench.out()), ["Established(0)"]);
+            assert_eq!(bench.fw.state(conn), Some(State::Established));
+            assert_eq!(bench.fw.counters().read_responses_sent, 1);
+        }
+    }
+
+    /// The response is the firmware's to send again until the datapath sees it
+    /// acknowledged, as a reply handed over unacknowledged; then its buffer goes back.
+    #[test]
+    fn a_lost_read_response_is_sent_again_until_acknowledged() {
+        let mut bench = Bench::default();
+        let (mut peer, _) = until_reply(&mut bench);
+        bench.deliver(peer.data(&read_rtr()));
+        let response = bench.sent();
+        bench.out();
+        assert_eq!(bench.fw.buffers_in_use(), 1);
+        bench.advance(199);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        let again = bench.sent();
+        assert_eq!(kinds(&again), ["DATA"]);
+        assert_eq!(
+            (again[0].seq, &again[0].payload),
+            (response[0].seq, &response[0].payload)
+        );
+        peer.saw_all(&again);
+        let flow = bench.hal.flows.values_mut().next().unwrap();
+        flow.snd_una = flow.snd_nxt;
+        bench.advance(400);
+        assert!(bench.sent().is_empty());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+        assert_eq!(bench.fw.counters().retransmissions, 1);
+    }
+
+    #[test]
+    fn an_rtr_of_another_type_is_terminated_0x07() {
+        let mut bench = Bench::default();
+        let (mut peer, _) = until_reply(&mut bench);
+        bench.deliver(peer.data(&rtr(RtrTypes::WRITE)));
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA", "RST"]);
+        assert_eq!(terminate_code(&segs[0].payload), 0x07);
+        assert_eq!(bench.fw.counters().read_responses_sent, 0);
+        assert_eq!(
+            briefs(&bench.out()),
+            [
+                "Established(0)".to_string(),
+                format!("Close({})", -ECONNRESET)
+            ]
+        );
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.hal.flows.is_empty());
     }
 }
 

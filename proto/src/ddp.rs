@@ -423,6 +423,24 @@ impl<'a> MessageRepr<'a> {
         })
     }
 
+    /// The RDMA Read Response that answers a zero-length Read Request `request`: zero
+    /// length, into the request's sink buffer. RFC 5040 answers every Read Request; for
+    /// the Read RTR the initiator keeps it among its outstanding reads (siw puts it in
+    /// its ORQ), and takes the first Read Response as its answer.
+    pub fn zero_length_read_response(request: &ReadRequestRepr) -> MessageRepr<'static> {
+        MessageRepr {
+            header: HeaderRepr {
+                last: true,
+                opcode: Opcode::ReadResponse,
+                placement: Placement::Tagged {
+                    stag: request.sink_stag,
+                    to: request.sink_to,
+                },
+            },
+            body: Body::Payload(&[]),
+        }
+    }
+
     /// Which RTR type this message is, if it is a zero-length RTR message.
     pub fn rtr_type(&self) -> Option<RtrTypes> {
         match (self.header.opcode, self.body) {

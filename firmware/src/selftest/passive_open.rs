@@ -562,7 +562,7 @@ pub fn passive_setups<const N: usize, const B: usize>(
         )?;
     }
 
-    let rtr = iwnic_proto::ddp::MessageRepr::rtr(RtrTypes::READ).ok_or("RTR")?;
+    let rtr = iwnic_proto::ddp::MessageRepr::rtr(RtrTypes::WRITE).ok_or("RTR")?;
     let mut ulpdu = [0u8; 64];
     let n = rtr.emit(&mut ulpdu).map_err(|_| "emit RTR")?;
     let mut fpdu = [0u8; 64];
