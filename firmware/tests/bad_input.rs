@@ -6,14 +6,8 @@ mod common;
 
 use common::*;
 use iwnic_proto::host::Command;
-use iwnic_proto::mpa::{FrameKind, RtrTypes, REPLY_KEY, REQUEST_KEY};
+use iwnic_proto::mpa::{FrameKind, REPLY_KEY, REQUEST_KEY};
 use iwnic_proto::net::RxDescriptor;
-
-const OFFER: RtrTypes = RtrTypes {
-    send: false,
-    write: true,
-    read: true,
-};
 
 /// Handshake with a listener, then `bytes` (and FIN if asked) as the request. Returns
 /// the peer and what the NIC sent in answer (which the peer has not seen).

@@ -7,35 +7,6 @@ mod common;
 use common::*;
 use iwnic_proto::errno::ECONNRESET;
 use iwnic_proto::host::{Command, Endpoint};
-use iwnic_proto::mpa::RtrTypes;
-
-const OFFER: RtrTypes = RtrTypes {
-    send: false,
-    write: true,
-    read: true,
-};
-
-/// A new peer from `port` opens a connection to `PORT` and sends a whole v2 request:
-/// the peer, what the NIC sent and what it raised.
-fn request_from(bench: &mut Bench, port: u16) -> (Peer, Vec<Seg>, Vec<Out>) {
-    let mut peer = Peer::new(port, PORT, 5);
-    bench.deliver(peer.syn());
-    peer.saw_all(&bench.sent());
-    bench.deliver(peer.ack());
-    bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
-    let (sent, out) = (bench.sent(), bench.out());
-    (peer, sent, out)
-}
-
-fn accept(conn: u32) -> Command<'static> {
-    Command::Accept {
-        conn,
-        ird: 8,
-        ord: 8,
-        qpn: 1,
-        private_data: b"",
-    }
-}
 
 /// Listener and connection handles are both `generation << 16 | slot`, their
 /// generations of different parity: a Release meant for a listener is refused with
@@ -67,7 +38,7 @@ fn a_listener_handle_never_names_a_connection() {
         [format!("DONE({})", -iwnic_proto::errno::EINVAL)]
     );
     assert_eq!(bench.fw.listener_count(), 1);
-    bench.command(accept(conn));
+    bench.command(accept_command(conn));
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
 }
 
@@ -102,7 +73,7 @@ fn a_dead_connection_handle_never_names_a_new_connection() {
     let (_, _, out) = request_from(&mut bench, 41000);
     assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
     let stranger = event(&out[0]).conn;
-    bench.command(accept(dead));
+    bench.command(accept_command(dead));
     let answer = bench.out();
     assert_eq!(
         briefs(&answer[..1]),

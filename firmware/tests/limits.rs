@@ -9,12 +9,6 @@ use iwnic_proto::errno::{EADDRINUSE, EINVAL};
 use iwnic_proto::host::{Command, Endpoint};
 use iwnic_proto::mpa::RtrTypes;
 
-const OFFER: RtrTypes = RtrTypes {
-    send: false,
-    write: true,
-    read: true,
-};
-
 /// 65,536 connections, half open, from as many peers; one more finds the table full; all
 /// of them time out and leave the table empty.
 #[test]
@@ -474,17 +468,6 @@ mod backlog_counts_undelivered_requests {
     use iwnic_proto::errno::ECONNRESET;
     use iwnic_proto::mpa::FrameKind;
 
-    /// The request of a new peer from `port`: the peer, what the NIC sent and raised.
-    fn request_from(bench: &mut Bench, port: u16) -> (Peer, Vec<Seg>, Vec<Out>) {
-        let mut peer = Peer::new(port, PORT, 5);
-        bench.deliver(peer.syn());
-        peer.saw_all(&bench.sent());
-        bench.deliver(peer.ack());
-        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
-        let (sent, out) = (bench.sent(), bench.out());
-        (peer, sent, out)
-    }
-
     #[test]
     fn a_delivered_request_leaves_the_backlog_once() {
         let mut bench = Bench::default();
@@ -505,19 +488,9 @@ mod backlog_counts_undelivered_requests {
         assert_eq!(bench.fw.counters().backlog_refused, 1);
         // The delivered request is still the host's to answer (peer-to-peer: the
         // completion waits for the RTR).
-        bench.command(accept(first));
+        bench.command(accept_command(first));
         assert_eq!(kinds(&bench.sent()), ["DATA"]);
         assert_eq!(bench.fw.state(first), Some(State::AwaitRtr));
-    }
-
-    fn accept(conn: u32) -> Command<'static> {
-        Command::Accept {
-            conn,
-            ird: 8,
-            ord: 8,
-            qpn: 1,
-            private_data: b"",
-        }
     }
 
     /// A delivered request is the application's: it survives its listener (rule 10).
@@ -566,7 +539,7 @@ mod backlog_counts_undelivered_requests {
             ]
         );
         let accepted = event(&out[3]).conn;
-        bench.command(accept(accepted));
+        bench.command(accept_command(accepted));
         bench.command(Command::Delivered { conn: accepted });
         bench.sent();
         let (peer, _, out) = request_from(&mut bench, 40002);

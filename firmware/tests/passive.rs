@@ -10,12 +10,6 @@ use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes};
 use iwnic_proto::smoltcp_wire::TcpControl;
 
-const OFFER: RtrTypes = RtrTypes {
-    send: false,
-    write: true,
-    read: true,
-};
-
 fn accept(bench: &mut Bench, conn: u32, private_data: &[u8]) -> u32 {
     bench.command(Command::Accept {
         conn,

@@ -686,6 +686,36 @@ pub fn terminate_code(payload: &[u8]) -> u8 {
     }
 }
 
+/// The RTR types an initiator offers when it can send either (iwnic, siw): Write and Read.
+pub const OFFER: RtrTypes = RtrTypes {
+    send: false,
+    write: true,
+    read: true,
+};
+
+/// A new peer from `port` opens a connection to `PORT` and sends a whole v2 request
+/// offering [`OFFER`]: the peer, what the NIC sent and what it raised.
+pub fn request_from(bench: &mut Bench, port: u16) -> (Peer, Vec<Seg>, Vec<Out>) {
+    let mut peer = Peer::new(port, PORT, 5);
+    bench.deliver(peer.syn());
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.ack());
+    bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+    let (sent, out) = (bench.sent(), bench.out());
+    (peer, sent, out)
+}
+
+/// An accept of `conn` with IRD and ORD 8 and no private data.
+pub fn accept_command(conn: u32) -> Command<'static> {
+    Command::Accept {
+        conn,
+        ird: 8,
+        ord: 8,
+        qpn: 1,
+        private_data: b"",
+    }
+}
+
 /// Passive open up to the CONNECT_REQUEST: listen, handshake, the request (its ACK not
 /// yet sent). Returns the peer and the event.
 pub fn passive_until_request(bench: &mut Bench, request: &[u8]) -> (Peer, Ev) {
