@@ -328,14 +328,18 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.send_staged(nic, i, false);
         // A flow the datapath cannot carry fails the accept, as a provider out of
         // hardware connection slots does (-ENOMEM); the peer gets a reset after the reply.
-        // A Read RTR is answered with a Read Response before our first FPDU, which the
-        // firmware sends: the flow stays off the datapath until the RTR has come here.
-        if neg.rtr != RtrTypes::READ
-            && self
-                .install_flow(nic, i, neg.peer_to_peer, FlowWrite::Install)
-                .is_err()
+        if self
+            .install_flow(nic, i, neg.peer_to_peer, FlowWrite::Install)
+            .is_err()
         {
             return fail(self, nic, ENOMEM);
+        }
+        // A Read RTR is answered with a Read Response before our first FPDU, which the
+        // firmware sends: the flow stays off the datapath until the RTR has come here.
+        // (It went in to be sure it fits; the RTR cannot come before the reply it
+        // answers, which this poll sends.)
+        if neg.rtr == RtrTypes::READ {
+            self.take_back_flow(nic, i);
         }
         self.complete(nic, tag, 0, handle);
         if neg.peer_to_peer {

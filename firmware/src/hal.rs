@@ -60,11 +60,15 @@ pub struct FourTuple {
 }
 
 /// Whether `ip` can be a TCP peer of a NIC at `own`: a unicast address that is not ours
-/// (RFC 1122 §3.2.1.3, §4.2.3.10: not this network 0/8, loopback 127/8, multicast 224/4,
-/// the reserved 240/4 or the limited broadcast). A subnet's broadcast address would need
-/// a netmask, which the firmware is not given.
+/// (RFC 1122 §3.2.1.3, §4.2.3.10), as Linux has it: not 0.0.0.0, loopback 127/8,
+/// multicast 224/4 or the limited broadcast. (Linux numbers hosts in the rest of 0/8 and
+/// in 240/4, which RFC 1122 reserves.) A subnet's broadcast address would need a
+/// netmask, which the firmware is not given.
 pub(crate) fn is_peer_address(ip: [u8; 4], own: [u8; 4]) -> bool {
-    !matches!(ip[0], 0 | 127 | 224..=255) && ip != own
+    !matches!(
+        ip,
+        [0, 0, 0, 0] | [127, ..] | [224..=239, ..] | [255, 255, 255, 255]
+    ) && ip != own
 }
 
 impl FourTuple {

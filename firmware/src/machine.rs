@@ -376,7 +376,11 @@ impl Timeouts {
                 ms
             }
         }
-        let rto_max = rto_ms(config.rto_max);
+        // A ceiling of 0 would make every timeout 0 ms: retries spent in one poll.
+        let rto_max = match rto_ms(config.rto_max) {
+            0 => 1,
+            ms => ms,
+        };
         let rto_min = within(rto_ms(config.rto_min), 1, rto_max);
         Timeouts {
             mpa_request: ms(config.mpa_request_timeout),
@@ -688,8 +692,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             Lookup::Unknown
         } else if c.generation == generation && c.owed != Owed::Nothing {
             Lookup::Live(i)
-        } else if (c.generation.wrapping_sub(generation) as i16) > 0 {
-            // Generations start at 1 and grow when a handle dies: this one existed.
+        } else if c.generation != generation {
+            // Generations grow when a handle dies: this one is of an earlier connection
+            // (all 32,767 other odd generations are: one ahead cannot have been given).
             Lookup::Gone
         } else {
             Lookup::Unknown
@@ -868,9 +873,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Set the connection's base timeout from its handshake, which has just completed
-    /// (RFC 6298): its one round-trip sample R gives SRTT + 4·RTTVAR = 3R (§2.2), kept
-    /// within `rto_min` and `rto_max`. A retransmitted SYN or SYN-ACK gives no sample
-    /// (Karn, §3) and the base stays `rto_initial`. The SYN or SYN-ACK went out one RTO
+    /// (RFC 6298): its one round-trip sample R gives SRTT + 4·RTTVAR = 3R (§2.2), at
+    /// least `rto_min` and at most `rto_initial` (and `rto_max`). A retransmitted SYN or
+    /// SYN-ACK gives no sample (Karn, §3) and the base stays `rto_initial`. The sample
+    /// only ever shortens the timeout: R is timed to when the firmware took the ACK, and
+    /// while the host queue has no room it takes no frame, so a host that stalls would
+    /// stretch every later timeout past the MPA timers. The SYN or SYN-ACK went out one RTO
     /// before its retransmission is due, so the timer gives R without a send time in the
     /// entry. (A SYN-ACK sent again for the peer's repeated SYN does not move the timer:
     /// R is then measured from the first, too long, never too short.) Without a sample
@@ -892,6 +900,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 let sent = due.wrapping_sub(u32::from(c.rto));
                 let rtt = self.now_ms.wrapping_sub(sent).min(u32::from(u16::MAX));
                 (3 * rtt)
+                    .min(u32::from(t.rto_initial))
                     .max(u32::from(t.rto_min))
                     .min(u32::from(t.rto_max)) as u16
             }

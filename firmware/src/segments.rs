@@ -16,6 +16,13 @@ use crate::machine::{
 };
 use crate::negotiation::{self, Negotiation, Refusal, ReplyVerdict};
 
+/// Bytes staged to follow the negotiation buffer's others: from `seq`, at `skip` in it.
+#[derive(Clone, Copy)]
+struct Staged {
+    seq: u32,
+    skip: usize,
+}
+
 enum RtrError {
     Crc,
     Mismatch,
@@ -726,57 +733,77 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].rcv_nxt = self.conns[i].rcv_nxt.wrapping_add((total - have) as u32);
         // FPDU mode from the byte after the RTR. While the RTR was expected every frame of
         // the flow came here, so our sequence numbers are the current ones. The datapath
-        // acknowledges the RTR from them, or our Read Response does.
+        // acknowledges the RTR from them, or our Read Response does, which goes out only
+        // once the flow is in (so a flow the datapath cannot carry gets none).
         // Rewrites the flow the accept installed, whose tuple is in the table: this fails
         // only on a datapath that lost it. (A Read RTR's flow is installed only now.)
-        let write = match agreed {
+        let (write, response) = match agreed {
             RtrTypes::READ => {
                 let rtr = match have {
                     0 => payload,
                     _ => self.buffer(i).map_or(&[][..], NegotiationBuffer::rx),
                 };
                 let request = read_request_of(rtr.get(..total).unwrap_or(&[]));
-                self.send_read_response(nic, i, &request);
-                FlowWrite::Install
+                (FlowWrite::Install, self.stage_read_response(i, &request))
             }
-            _ => FlowWrite::InstallAndAcknowledge,
+            _ => (FlowWrite::InstallAndAcknowledge, None),
         };
         if self.install_flow(nic, i, false, write).is_err() {
-            return self.abort(nic, i, -ENOMEM);
+            // The reset goes at our numbers before the response, which never went.
+            self.take_back_flow(nic, i);
+            if let Some(staged) = response {
+                self.unstage(i, staged);
+            }
+            return self.abort(nic, i, -ECONNRESET);
+        }
+        if let Some(staged) = response {
+            self.send(
+                nic,
+                i,
+                TcpControl::Psh,
+                staged.seq,
+                Payload::Buffered { skip: staged.skip },
+            );
+            self.counters.read_responses_sent += 1;
         }
         self.rtr_arrived(nic, i);
         self.keep_only_unacked(i);
     }
 
-    /// Answer the initiator's Read RTR, `request`, with the zero-length Read Response it
-    /// waits for as for any RDMA Read, as our first FPDU: kept in the negotiation buffer
-    /// until the datapath sees it acknowledged, sent again like the reply.
+    /// Stage the zero-length Read Response that answers the initiator's Read RTR,
+    /// `request` (RFC 5040: every Read Request is answered; the initiator waits for it
+    /// among its outstanding reads), as our first FPDU: after whatever of the reply is
+    /// still unacknowledged, and `snd_nxt` past it. It stays in the negotiation buffer
+    /// until the datapath sees it acknowledged, sent again like a handed-over reply.
     #[cold]
-    fn send_read_response<H: Nic>(&mut self, nic: &mut H, i: usize, request: &ReadRequestRepr) {
+    fn stage_read_response(&mut self, i: usize, request: &ReadRequestRepr) -> Option<Staged> {
         let response = MessageRepr::zero_length_read_response(request);
         let mut ulpdu = [0u8; iwnic_proto::ddp::TAGGED_HEADER_LEN];
         let mut fpdu = [0u8; fpdu_len(iwnic_proto::ddp::TAGGED_HEADER_LEN)];
-        let Ok(len) = response
+        let len = response
             .emit(&mut ulpdu)
             .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu))
-        else {
-            return;
-        };
+            .ok()?;
         let seq = self.conns[i].snd_nxt;
-        let Some(b) = self.buffer_mut(i) else { return };
-        // After whatever of the reply is still unacknowledged, which ends at snd_nxt.
+        let b = self.buffer_mut(i)?;
+        // The unacknowledged bytes end at snd_nxt.
         let skip = usize::from(b.tx_len);
+        b.tx.get_mut(skip..skip + len)?
+            .copy_from_slice(&fpdu[..len]);
         if skip == 0 {
             b.tx_seq = seq;
         }
-        let Some(room) = b.tx.get_mut(skip..skip + len) else {
-            return;
-        };
-        room.copy_from_slice(&fpdu[..len]);
         b.tx_len += len as u16;
-        self.send(nic, i, TcpControl::Psh, seq, Payload::Buffered { skip });
         self.conns[i].snd_nxt = seq.wrapping_add(len as u32);
-        self.counters.read_responses_sent += 1;
+        Some(Staged { seq, skip })
+    }
+
+    /// Take back bytes [`Machine::stage_read_response`] staged and did not send.
+    fn unstage(&mut self, i: usize, staged: Staged) {
+        if let Some(b) = self.buffer_mut(i) {
+            b.tx_len = staged.skip as u16;
+        }
+        self.conns[i].snd_nxt = staged.seq;
     }
 
     /// The datapath took the peer's RTR itself (the usual case: the RTR arrives whole,

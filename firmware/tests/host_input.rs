@@ -114,7 +114,6 @@ fn connect_to_an_address_no_peer_can_have_is_refused() {
     let invalid = [
         [255, 255, 255, 255],
         [224, 0, 0, 1],
-        [240, 0, 0, 1],
         [0, 0, 0, 0],
         [127, 0, 0, 1],
         NIC_IP,
@@ -146,7 +145,13 @@ fn connect_to_an_address_no_peer_can_have_is_refused() {
 /// them as martians: no half-open entry, no SYN-ACK, and no RST to another segment.
 #[test]
 fn a_listener_ignores_syns_from_invalid_source_addresses() {
-    for source in [[255, 255, 255, 255], [224, 0, 0, 1], [127, 0, 0, 1], NIC_IP] {
+    for source in [
+        [255, 255, 255, 255],
+        [224, 0, 0, 1],
+        [127, 0, 0, 1],
+        [0; 4],
+        NIC_IP,
+    ] {
         let mut bench = Bench::default();
         bench.listen(PORT, 8);
         let mut peer = Peer::new(40000, PORT, 5);
@@ -163,4 +168,67 @@ fn a_listener_ignores_syns_from_invalid_source_addresses() {
             (2, 0)
         );
     }
+}
+
+/// Linux numbers hosts in 240/4 and in 0/8 but 0.0.0.0 (RFC 1122 reserves both): a SYN
+/// from one gets its SYN-ACK, and a connect to one goes out.
+#[test]
+fn addresses_linux_numbers_hosts_in_are_peers() {
+    for address in [[240, 0, 0, 2], [0, 1, 2, 3]] {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let mut syn = Peer::new(40000, PORT, 5).syn();
+        syn[26..30].copy_from_slice(&address); // IPv4 source address
+        fix_checksums(&mut syn);
+        bench.deliver(syn);
+        assert_eq!(kinds(&bench.sent()), ["SYN-ACK"], "from {address:?}");
+        bench.command(Command::Connect {
+            local: Endpoint::v4(NIC_IP, 0),
+            remote: Endpoint::v4(address, PORT),
+            ird: 1,
+            ord: 1,
+            qpn: 1,
+            mpa_v1: false,
+            private_data: b"",
+        });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        assert_eq!(kinds(&bench.sent()), ["SYN"], "to {address:?}");
+    }
+}
+
+/// A dead handle answers -ECONNRESET for as long as its entry's generations have not
+/// come round: 32,767 more lifetimes of the entry. A table of one entry shows the far
+/// end quickly (half of them was the limit once).
+#[test]
+fn a_dead_handle_is_gone_for_every_lifetime_of_its_entry() {
+    let mut bench = Bench::<1, 1>::sized(config());
+    bench.listen(PORT, 8);
+    let (peer, _, out) = request_from(&mut bench, 40000);
+    let dead = event(&out[0]).conn;
+    bench.deliver(peer.rst());
+    assert!(
+        bench.out().is_empty(),
+        "no event for a request reset in CONN_RECV"
+    );
+    bench.sent();
+    for _ in 1..32_767u32 {
+        bench.command(connect_to_peer(1, 1, false, b""));
+        let handle = done(&bench.out()[0]).handle;
+        assert_eq!(handle & 0xFFFF, 0);
+        bench.command(Command::Release { conn: handle });
+        bench.out();
+        bench.sent();
+    }
+    // A stranger's request in the entry's last lifetime before the generations come
+    // round; the holder of the dead id answers late.
+    let (_, _, out) = request_from(&mut bench, 41000);
+    let stranger = event(&out[0]).conn;
+    bench.command(accept_command(dead));
+    assert_eq!(briefs(&bench.out()), [format!("DONE({})", -ECONNRESET)]);
+    bench.command(Command::Release { conn: stranger });
+    bench.out();
+    bench.sent();
+    // The 32,768th lifetime has the dead handle's generation again.
+    let (_, _, out) = request_from(&mut bench, 42000);
+    assert_eq!(event(&out[0]).conn, dead);
 }

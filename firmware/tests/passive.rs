@@ -728,7 +728,7 @@ mod await_read_rtr {
         let block = parse_mpa(&reply[0].payload).v2.unwrap();
         assert_eq!(block.rtr, RtrTypes::READ);
         peer.saw_all(&reply);
-        assert!(bench.hal.flow_writes.is_empty(), "no flow before the RTR");
+        assert!(bench.hal.flows.is_empty(), "no flow before the RTR");
         (peer, request.conn)
     }
 
@@ -778,8 +778,9 @@ mod await_read_rtr {
             assert_eq!((sent[0].seq, sent[0].ack), (reply_end, Some(peer.snd_nxt)));
             assert_read_response(&sent[0].payload);
             peer.saw_all(&sent);
-            // The flow from the bytes after the RTR and after our Read Response.
-            assert_eq!(bench.hal.flow_writes.len(), 1);
+            // The flow from the bytes after the RTR and after our Read Response (the
+            // accept's write was taken back at once).
+            assert_eq!(bench.hal.flow_writes.len(), 2);
             let flow = bench.hal.flows.values().next().copied().unwrap();
             assert!(!flow.rtr_expected && flow.crc);
             assert_eq!(
@@ -818,6 +819,51 @@ mod await_read_rtr {
         assert!(bench.sent().is_empty());
         assert_eq!(bench.fw.buffers_in_use(), 0);
         assert_eq!(bench.fw.counters().retransmissions, 1);
+    }
+
+    /// The accept makes sure the datapath can carry the flow, as for the other types:
+    /// -ENOMEM and no event (rule 3), the peer reset after the reply.
+    #[test]
+    fn an_accept_the_datapath_cannot_carry_fails_enomem() {
+        let mut bench = Bench::default();
+        let (mut peer, request) =
+            passive_until_request(&mut bench, &request_v2(RtrTypes::READ, 16, 16, b""));
+        bench.hal.flow_table_full = true;
+        accept(&mut bench, request.conn, b"");
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("DONE({})", -iwnic_proto::errno::ENOMEM)]
+        );
+        let sent = bench.sent();
+        assert_eq!(kinds(&sent), ["DATA", "RST"]);
+        peer.saw_all(&sent);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(bench.hal.flows.is_empty());
+    }
+
+    /// A flow that fitted at the accept and does not at the RTR (its bucket filled in
+    /// between): no Read Response, an RST at the byte after the reply, and ESTABLISHED
+    /// then CLOSE -ECONNRESET (rule 5; rule 6's statuses).
+    #[test]
+    fn a_flow_that_no_longer_fits_at_the_rtr_is_reset_without_a_response() {
+        let mut bench = Bench::default();
+        let (mut peer, _) = until_reply(&mut bench);
+        let reply_end = peer.rcv_nxt;
+        bench.hal.flow_table_full = true;
+        bench.deliver(peer.data(&read_rtr()));
+        let sent = bench.sent();
+        assert_eq!(kinds(&sent), ["RST"]);
+        assert_eq!(sent[0].seq, reply_end);
+        assert_eq!(
+            briefs(&bench.out()),
+            [
+                "Established(0)".to_string(),
+                format!("Close({})", -ECONNRESET)
+            ]
+        );
+        assert_eq!(bench.fw.counters().read_responses_sent, 0);
+        assert_eq!(bench.fw.connections(), 0);
+        assert_eq!(bench.fw.buffers_in_use(), 0);
     }
 
     #[test]
@@ -885,10 +931,18 @@ mod syn_received {
     }
 
     /// RFC 6298 from the handshake's one round trip R: 3R (§2.2), at least 200 ms
-    /// (Linux's floor, Config::rto_min), doubled on every retry.
+    /// (Linux's floor, Config::rto_min) and at most the initial 1 s, doubled on every
+    /// retry.
     #[test]
     fn the_handshakes_round_trip_sets_the_retransmission_timeout() {
-        for (rtt, rto) in [(0, 200), (66, 200), (100, 300), (999, 2_997)] {
+        for (rtt, rto) in [
+            (0, 200),
+            (66, 200),
+            (100, 300),
+            (333, 999),
+            (334, 1_000),
+            (999, 1_000),
+        ] {
             assert_eq!(
                 reply_retransmissions(rtt, &[]),
                 [rto, 2 * rto],
@@ -904,7 +958,7 @@ mod syn_received {
     #[test]
     fn a_retransmitted_syn_ack_gives_no_sample() {
         assert_eq!(reply_retransmissions(1_010, &[]), [1_000, 2_000]);
-        assert_eq!(reply_retransmissions(400, &[300]), [1_200, 2_400]);
+        assert_eq!(reply_retransmissions(200, &[100]), [600, 1_200]);
     }
 
     /// The first timeout, the floor and the ceiling are the configuration's: the floor
@@ -944,6 +998,44 @@ mod syn_received {
         assert_eq!(timeouts(rto(50, 5_000, 60_000)), (50, 5_000));
         assert_eq!(timeouts(rto(5_000, 9_000, 4_000)), (4_000, 4_000));
         assert_eq!(timeouts(rto(100_000, 200, 100_000)), (65_535, 200));
+    }
+
+    /// While the host queue has no room the firmware takes no frame, and times the
+    /// handshake to when it took the ACK: a 4 s stall of the host is no 4 s round trip.
+    /// The sample never lengthens the timeout past the initial 1 s, so the reply, lost,
+    /// goes again after it (with the stall taken as R, 12 s: never, inside the 10 s RTR
+    /// timer).
+    #[test]
+    fn a_host_that_stalls_the_handshakes_ack_does_not_stretch_the_timeout() {
+        let (mut bench, mut peer) = syn_received_with(config());
+        peer.saw_all(&bench.sent());
+        bench.hal.host_room = 2; // less than an input's records
+        bench.hal.receive(peer.ack());
+        bench.advance(4_000);
+        bench.hal.host_room = 64;
+        bench.poll();
+        bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
+        let conn = event(&bench.out()[0]).conn;
+        accept(&mut bench, conn, b"");
+        assert_eq!(kinds(&bench.sent()), ["DATA"], "the reply, lost");
+        bench.advance(999);
+        assert!(bench.sent().is_empty());
+        bench.advance(1);
+        assert_eq!(kinds(&bench.sent()), ["DATA"]);
+    }
+
+    /// A ceiling of 0 is taken as 1 ms: no timeout of 0 ms spends every retry in the
+    /// poll that armed it.
+    #[test]
+    fn a_zero_rto_ceiling_is_one_millisecond() {
+        let (mut bench, _) = syn_received_with(Config {
+            rto_max: smoltcp::time::Duration::from_millis(0),
+            ..config()
+        });
+        assert_eq!(kinds(&bench.sent()), ["SYN-ACK"]);
+        assert_eq!(bench.fw.connections(), 1);
+        bench.advance(1);
+        assert_eq!(kinds(&bench.sent()), ["SYN-ACK"]);
     }
 
     #[test]

@@ -350,8 +350,8 @@ impl Out {
 }
 
 /// The firmware, its scripted NIC and the clock.
-pub struct Bench {
-    pub fw: Box<Fw>,
+pub struct Bench<const N: usize = 64, const B: usize = 8> {
+    pub fw: Box<Firmware<N, B>>,
     pub hal: ScriptedHal,
     pub now_ms: i64,
     next_tag: u32,
@@ -365,8 +365,15 @@ impl Default for Bench {
 
 impl Bench {
     pub fn with(config: Config) -> Bench {
+        Bench::sized(config)
+    }
+}
+
+impl<const N: usize, const B: usize> Bench<N, B> {
+    /// A bench whose firmware has `N` entries and `B` negotiation buffers.
+    pub fn sized(config: Config) -> Self {
         Bench {
-            fw: Box::new(Fw::new(config)),
+            fw: Box::new(Firmware::new(config)),
             hal: ScriptedHal::with_host_room(64),
             now_ms: 1_000,
             next_tag: 1,
@@ -695,7 +702,10 @@ pub const OFFER: RtrTypes = RtrTypes {
 
 /// A new peer from `port` opens a connection to `PORT` and sends a whole v2 request
 /// offering [`OFFER`]: the peer, what the NIC sent and what it raised.
-pub fn request_from(bench: &mut Bench, port: u16) -> (Peer, Vec<Seg>, Vec<Out>) {
+pub fn request_from<const N: usize, const B: usize>(
+    bench: &mut Bench<N, B>,
+    port: u16,
+) -> (Peer, Vec<Seg>, Vec<Out>) {
     let mut peer = Peer::new(port, PORT, 5);
     bench.deliver(peer.syn());
     peer.saw_all(&bench.sent());
