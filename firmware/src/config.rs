@@ -34,10 +34,11 @@ pub struct Config {
     /// this ACK waits with them until the host reads its queue; a request raised with the
     /// queue already that full is acknowledged at once.
     pub request_ack_delay: Duration,
-    /// Retransmission timeout of the handshake (RFC 6298 §2.1: 1 s), and of everything
-    /// later when the handshake gives no round-trip sample; doubled on every retry,
-    /// capped at `rto_max`. Timeouts are kept in milliseconds within 16 bits: at most
-    /// 65.535 s.
+    /// Retransmission timeout of the handshake (RFC 6298 §2.1: 1 s), of everything later
+    /// when the handshake gives no round-trip sample, and the most a sample gives (the
+    /// firmware times the round trip to when it takes the ACK, which a host that stalls
+    /// its queue delays); doubled on every retry, capped at `rto_max`. Timeouts are kept
+    /// in milliseconds within 16 bits: at most 65.535 s.
     pub rto_initial: Duration,
     /// Floor of the timeout computed from the handshake's round trip (three times it,
     /// RFC 6298 §2.2). RFC 6298 §2.4 says 1 s; Linux, whose stacks iWARP peers run,
