@@ -226,7 +226,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let i = self
             .alloc(tuple, self.config.next_hop_mac, State::SynSent)
             .ok_or(ENOMEM)?;
-        if self.take_buffer(nic, i).is_none() {
+        if self.take_buffer_for_host(nic, i).is_none() {
             self.free(i);
             return Err(ENOBUFS);
         }
@@ -315,7 +315,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if let Err(errno) = self.check_limits(ird, ord, private_data, self.conns[i].neg.enhanced) {
             return fail(self, nic, errno);
         }
-        if self.take_buffer(nic, i).is_none() {
+        if self.take_buffer_for_host(nic, i).is_none() {
             return fail(self, nic, ENOBUFS);
         }
         let (reply, neg) = negotiation::accept(self.conns[i].neg, ird, ord, private_data);

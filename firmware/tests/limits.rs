@@ -158,8 +158,37 @@ fn negotiation_buffers_run_out_gracefully() {
     whole.saw_all(&bench.sent());
     bench.deliver(whole.ack());
     bench.deliver(whole.data(&request));
-    assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+    let out = bench.out();
+    assert_eq!(briefs(&out), ["ConnectRequest(0)"]);
     assert_eq!(bench.fw.counters().buffers_exhausted, 1);
+    // Its accept needs a buffer for the reply: the request arriving the longest (the
+    // first, from port 1000) gives its own, reset, and the others keep theirs.
+    bench.command(accept_command(event(&out[0]).conn));
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let sent = bench.sent();
+    assert_eq!(
+        sent.iter()
+            .map(|s| (s.kind(), s.dst_port))
+            .collect::<Vec<_>>(),
+        [("RST", 1000), ("DATA", 2000)]
+    );
+    let counters = bench.fw.counters();
+    assert_eq!(
+        (counters.buffers_exhausted, counters.requests_evicted),
+        (2, 1)
+    );
+    assert_eq!(bench.fw.buffers_in_use(), 8);
+    // A connect finds the pool held the same way and takes the next slowest's.
+    bench.command(connect_to_peer(1, 1, false, b""));
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let sent = bench.sent();
+    assert_eq!(
+        sent.iter()
+            .map(|s| (s.kind(), s.dst_port))
+            .collect::<Vec<_>>(),
+        [("RST", 1001), ("SYN", PORT)]
+    );
+    assert_eq!(bench.fw.counters().requests_evicted, 2);
 }
 
 #[test]
