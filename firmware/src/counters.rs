@@ -106,6 +106,12 @@ counters! {
     terminates_sent,
     /// FPDU data that reached the firmware after the hand-off and was dropped unacknowledged.
     early_data_dropped,
+    /// Segments with data after a FIN: after ours, acknowledged and dropped; after the
+    /// peer's, ignored (RFC 9293 §3.10.7.4, seventh step).
+    data_after_fin_dropped,
+    /// Connections whose flow the datapath no longer held when a frame of theirs came:
+    /// reset, CLOSE -ECONNRESET.
+    flows_lost,
     /// Connection attempts whose SYN retransmissions ran out.
     connect_timeouts,
     /// Half-open connections whose SYN-ACK retransmissions ran out: freed, the host never

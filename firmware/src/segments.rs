@@ -254,7 +254,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.resets_received += 1;
             return self.drop_connection(nic, i, -ECONNREFUSED);
         }
-        let (_, rcv_nxt) = self.current_numbers(nic, i);
+        let Some((_, rcv_nxt)) = self.current_numbers(nic, i) else {
+            return self.flow_lost(nic, i, seg);
+        };
         let offset = seq_diff(seg.seq, rcv_nxt);
         if offset == 0 {
             self.counters.resets_received += 1;
@@ -449,7 +451,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             false => self.config.window,
         };
         let (tuple, remote_mac) = (c.tuple, c.remote_mac);
-        let (seq, ack) = self.current_numbers(nic, i);
+        let (seq, ack) = self
+            .current_numbers(nic, i)
+            .unwrap_or((c.snd_nxt, c.rcv_nxt));
         self.send_stray(
             nic,
             &tuple,
@@ -463,16 +467,15 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     /// Connection `i`'s next sequence numbers, `(snd_nxt, rcv_nxt)`: the datapath's while
-    /// they are current there (it moves them in FPDU mode), ours otherwise, and ours too
-    /// should the datapath hold no context for the flow.
-    fn current_numbers<H: Nic>(&self, nic: &mut H, i: usize) -> (u32, u32) {
+    /// they are current there (it moves them in FPDU mode), ours otherwise; `None` when
+    /// they are the datapath's and it holds no context for the flow.
+    fn current_numbers<H: Nic>(&self, nic: &mut H, i: usize) -> Option<(u32, u32)> {
         let c = &self.conns[i];
-        let ours = (c.snd_nxt, c.rcv_nxt);
         match c.datapath_numbers_current() {
             true => nic
                 .read_flow(i as u16)
-                .map_or(ours, |ctx| (ctx.snd_nxt, ctx.rcv_nxt)),
-            false => ours,
+                .map(|ctx| (ctx.snd_nxt, ctx.rcv_nxt)),
+            false => Some((c.snd_nxt, c.rcv_nxt)),
         }
     }
 
@@ -970,7 +973,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// in front of it), its RST, or data that raced the hand-off.
     fn in_fpdu_mode<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let Some(ctx) = nic.read_flow(i as u16) else {
-            return;
+            return self.flow_lost(nic, i, seg);
         };
         let shift = self.conns[i].peer_window_shift;
         if seg
@@ -993,10 +996,33 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         }
     }
 
-    /// Bytes and FIN after we closed: data is dropped (the connection is closing), the FIN
-    /// moves the close on.
+    /// A frame of a connection whose flow the datapath no longer holds: it can carry
+    /// nothing more, and the firmware has no FPDU path and no current numbers. The frame
+    /// gets the RST a segment for no connection gets (its numbers from the frame's),
+    /// and the host CLOSE -ECONNRESET, once; without this the peer's FIN went unanswered
+    /// and its RST, judged by numbers from before the hand-off, was ignored: the
+    /// connection stayed ESTABLISHED for good.
+    #[cold]
+    fn flow_lost<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
+        self.counters.flows_lost += 1;
+        let (tuple, mac) = (self.conns[i].tuple, self.conns[i].remote_mac);
+        if seg.control != TcpControl::Rst {
+            self.reset_reply(nic, tuple, mac, seg);
+        }
+        self.drop_connection(nic, i, -ECONNRESET);
+    }
+
+    /// Bytes and FIN after a FIN. After ours, data is acknowledged and dropped (the
+    /// connection is closing) and the peer's FIN moves the close on. After the peer's
+    /// (CLOSING, LAST_ACK, TIME_WAIT) nothing more can come: the text is ignored and not
+    /// acknowledged (RFC 9293 §3.10.7.4, seventh step; Linux's `tcp_rcv_state_process`),
+    /// so our numbers never pass the peer's FIN and its RST at FIN + 1 still resets.
     fn closing_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8], fin: bool) {
+        self.counters.data_after_fin_dropped += u32::from(!payload.is_empty());
         let c = &mut self.conns[i];
+        if matches!(c.state, State::Closing | State::LastAck | State::TimeWait) {
+            return;
+        }
         c.rcv_nxt = c
             .rcv_nxt
             .wrapping_add(payload.len() as u32 + u32::from(fin));

@@ -254,6 +254,35 @@ mod established {
         assert_eq!(bench.fw.state(conn), Some(State::Established));
     }
 
+    /// A datapath that lost the flow (`read_flow` finds none): the connection can carry
+    /// nothing more. The first frame of it that comes ends it: an RST from the frame's
+    /// numbers, as for no connection, and CLOSE -ECONNRESET once. (Before, the FIN went
+    /// unanswered, the RST was judged by numbers from before the hand-off and ignored,
+    /// and the connection stayed ESTABLISHED.)
+    #[test]
+    fn a_frame_of_a_flow_the_datapath_lost_ends_the_connection() {
+        for fin in [true, false] {
+            let mut bench = Bench::default();
+            let (mut peer, conn) = established(&mut bench, 100_000);
+            bench.hal.flows.clear();
+            let frame = if fin { peer.fin() } else { peer.rst() };
+            bench.deliver(frame);
+            let sent = bench.sent();
+            if fin {
+                assert_eq!(kinds(&sent), ["RST"]);
+                assert_eq!(sent[0].seq, peer.rcv_nxt, "from the FIN's ACK");
+            } else {
+                assert!(sent.is_empty(), "an RST is not answered");
+            }
+            assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+            assert_eq!(bench.fw.state(conn), None);
+            assert_eq!(bench.fw.connections(), 0);
+            assert_eq!(bench.fw.counters().flows_lost, 1);
+            bench.advance(600_000);
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+        }
+    }
+
     #[test]
     fn a_crc_error_in_the_datapath_is_terminate_rst_close() {
         for kind in [FlowEventKind::CrcError, FlowEventKind::LengthError] {
@@ -493,6 +522,54 @@ mod closing {
         let ack = bench.sent();
         assert_eq!((ack[0].kind(), ack[0].ack), ("ACK", Some(peer.snd_nxt)));
         assert!(bench.out().is_empty());
+        assert_eq!(bench.fw.counters().data_after_fin_dropped, 1);
+    }
+
+    /// After the peer's FIN nothing can follow: text "after" it (a broken peer, or a
+    /// blind segment in the window) is ignored and unacknowledged in LAST_ACK, CLOSING
+    /// and TIME_WAIT (RFC 9293 §3.10.7.4, seventh step), so the peer's RST at FIN + 1
+    /// still resets LAST_ACK. (Counting it moved our ACKs past the peer's FIN, the RST
+    /// fell behind rcv_nxt, and LAST_ACK ran out its retries: CLOSE -ETIMEDOUT.)
+    #[test]
+    fn text_after_the_peers_fin_is_ignored() {
+        // LAST_ACK: the peer closed first.
+        let mut bench = Bench::default();
+        let (mut peer, conn) = established(&mut bench, 1_000);
+        bench.deliver(peer.fin());
+        assert_eq!(kinds(&bench.sent()), ["FIN"]);
+        assert_eq!(briefs(&bench.out()), ["Disconnect(0)"]);
+        assert_eq!(bench.fw.state(conn), Some(State::LastAck));
+        let after_fin = peer.snd_nxt;
+        bench.deliver(peer.data(b"after FIN"));
+        assert!(bench.sent().is_empty());
+        bench.deliver(peer.at(after_fin).rst());
+        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ECONNRESET)]);
+        assert_eq!(bench.fw.connections(), 0);
+        // CLOSING (the FINs crossed) and TIME_WAIT (ours was acknowledged first).
+        for (ours_acknowledged, state) in [(false, Some(State::Closing)), (true, None)] {
+            let mut bench = Bench::default();
+            let (mut peer, conn) = established(&mut bench, 1_000);
+            bench.command(Command::Disconnect {
+                conn,
+                abrupt: false,
+            });
+            bench.out();
+            let our_fin = bench.sent();
+            if ours_acknowledged {
+                peer.saw_all(&our_fin);
+            }
+            bench.deliver(peer.fin());
+            bench.sent();
+            assert_eq!(bench.fw.state(conn), state);
+            let after_fin = peer.snd_nxt;
+            bench.deliver(peer.data(b"after FIN"));
+            assert!(bench.sent().is_empty(), "in {state:?}");
+            bench.deliver(peer.again(TcpControl::Fin, after_fin - 1, &[]));
+            let ack = bench.sent();
+            assert_eq!(kinds(&ack), ["ACK"], "a repeated FIN in {state:?}");
+            assert_eq!(ack[0].ack, Some(after_fin));
+            assert_eq!(bench.fw.counters().data_after_fin_dropped, 1);
+        }
     }
 }
 
