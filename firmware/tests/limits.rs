@@ -165,11 +165,8 @@ fn negotiation_buffers_run_out_gracefully() {
     // first, from port 1000) gives its own, reset, and the others keep theirs.
     bench.command(accept_command(event(&out[0]).conn));
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
-    let sent = bench.sent();
     assert_eq!(
-        sent.iter()
-            .map(|s| (s.kind(), s.dst_port))
-            .collect::<Vec<_>>(),
+        kinds_and_ports(&bench.sent()),
         [("RST", 1000), ("DATA", 2000)]
     );
     let counters = bench.fw.counters();
@@ -181,11 +178,8 @@ fn negotiation_buffers_run_out_gracefully() {
     // A connect finds the pool held the same way and takes the next slowest's.
     bench.command(connect_to_peer(1, 1, false, b""));
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
-    let sent = bench.sent();
     assert_eq!(
-        sent.iter()
-            .map(|s| (s.kind(), s.dst_port))
-            .collect::<Vec<_>>(),
+        kinds_and_ports(&bench.sent()),
         [("RST", 1001), ("SYN", PORT)]
     );
     assert_eq!(bench.fw.counters().requests_evicted, 2);

@@ -462,6 +462,11 @@ pub fn assert_challenge_ack(sent: &[Seg], peer: &Peer) {
 }
 
 /// Kinds of a batch of segments, for matching.
+/// Each segment's kind and the port it went to.
+pub fn kinds_and_ports(segs: &[Seg]) -> Vec<(&'static str, u16)> {
+    segs.iter().map(|s| (s.kind(), s.dst_port)).collect()
+}
+
 pub fn kinds(segs: &[Seg]) -> Vec<&'static str> {
     segs.iter().map(Seg::kind).collect()
 }
