@@ -231,7 +231,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return Err(ENOBUFS);
         }
         let iss = self.isn(&tuple);
-        let (request, neg) = negotiation::request(mpa_v1, ird, ord, private_data);
+        let (request, neg) =
+            negotiation::request(mpa_v1, ird, ord, self.config.max_ord, private_data);
         if self.stage(i, iss.wrapping_add(1), &request).is_err() {
             self.free(i);
             return Err(EINVAL);
@@ -257,6 +258,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         for _ in 0..span {
             let port = base + (self.next_port as u32 % span) as u16;
             self.next_port = self.next_port.wrapping_add(1);
+            // Port 0 is no port (RFC 9293): a base of 0 skips it.
+            if port == 0 {
+                continue;
+            }
             let candidate = FourTuple {
                 local_port: port,
                 ..*tuple

@@ -96,6 +96,8 @@ counters! {
     rtr_mismatch,
     /// Zero-length RDMA Read Responses sent to answer an initiator's Read RTR.
     read_responses_sent,
+    /// Zero-length RDMA Read Responses to our Read RTR, taken before the hand-off.
+    read_responses_received,
     /// Replies whose ORD exceeds our IRD.
     ird_shortfall,
     /// FPDUs with a CRC32c error (firmware-checked or reported by the datapath).

@@ -179,6 +179,7 @@ impl Conn {
             peer_ord: 0,
             ird: 0,
             ord: 0,
+            read_response_due: false,
         },
     };
 }
@@ -1319,6 +1320,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 if self.buffer(i).is_some_and(|b| b.tx_len == 0) =>
             {
                 self.arm(i, false, true)
+            }
+            // Our Read RTR is acknowledged and its Read Response did not come within the
+            // reply timeout: hand over without it, as to a responder that never answers.
+            State::AwaitRtrAck if self.conns[i].snd_una == self.conns[i].snd_nxt => {
+                self.conns[i].neg.read_response_due = false;
+                self.enter_fpdu_mode_active(nic, i, FlowWrite::Install);
             }
             State::AwaitReply | State::AwaitRtr | State::AwaitRtrAck => {
                 if self.back_off(i, data_retries) {

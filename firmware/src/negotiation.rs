@@ -23,6 +23,9 @@ pub(crate) struct Negotiation {
     /// Our IRD and ORD, after negotiation.
     pub ird: u16,
     pub ord: u16,
+    /// Initiator: our Read RTR's zero-length Read Response is still to come (the
+    /// responder's first FPDU), for the firmware to take before the hand-off.
+    pub read_response_due: bool,
 }
 
 /// RTR types iwnic sends as initiator (RFC 6581 lets the responder pick).
@@ -57,25 +60,32 @@ pub(crate) fn refuse_frame(error: iwnic_proto::Error, counters: &mut Counters) -
     Refusal::Reset
 }
 
-/// The request iwnic sends: revision 2, peer-to-peer offering Write and Read RTR, or
-/// revision 1 when asked.
+/// The request iwnic sends: revision 2, peer-to-peer offering Write and Read RTR (Write
+/// alone on a device that issues no Reads, `max_ord` 0), or revision 1 when asked.
 pub(crate) fn request(
     mpa_v1: bool,
     ird: u16,
     ord: u16,
+    max_ord: u16,
     private_data: &[u8],
 ) -> (FrameRepr<'_>, Negotiation) {
+    let rtr = match (mpa_v1, max_ord) {
+        (true, _) => RtrTypes::NONE,
+        (false, 0) => RtrTypes::WRITE,
+        (false, _) => RTR_OFFER,
+    };
     let neg = Negotiation {
         revision: if mpa_v1 { 1 } else { 2 },
         enhanced: !mpa_v1,
         peer_to_peer: !mpa_v1,
-        rtr: if mpa_v1 { RtrTypes::NONE } else { RTR_OFFER },
+        rtr,
         peer_ird: 0,
         peer_ord: 0,
         ird,
         // The Read RTR offered is an RDMA Read Request: it needs an ORD of 1 at least
         // (as the kernel's cxgb4 raises it in peer-to-peer mode).
-        ord: if !mpa_v1 && ord == 0 { 1 } else { ord },
+        ord: if rtr.read && ord == 0 { 1 } else { ord },
+        read_response_due: false,
     };
     (frame(FrameKind::Request, &neg, private_data), neg)
 }
@@ -140,6 +150,7 @@ fn asked_by(frame: &FrameRepr) -> Negotiation {
         peer_ord,
         ird: 0,
         ord: 0,
+        read_response_due: false,
     }
 }
 

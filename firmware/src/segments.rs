@@ -1,7 +1,7 @@
 //! Frames from the firmware RX queue and datapath reports, per connection state.
 
 use iwnic_proto::ddp::{llp_code, Body, MessageRepr, ReadRequestRepr, TerminateRepr};
-use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM};
+use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET, EINVAL};
 use iwnic_proto::fpdu::{fpdu_len, FpduRepr};
 use iwnic_proto::host::EventKind;
 use iwnic_proto::mpa::{Frame, FrameRepr, RtrTypes, MAX_FRAME_LEN as MPA_MAX_FRAME_LEN};
@@ -396,7 +396,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             State::AwaitRtr => self.rtr_bytes(nic, i, payload, fin),
             State::AwaitReply => self.reply_bytes(nic, i, payload, fin),
             State::AwaitRtrAck if fin => self.abort(nic, i, -ECONNRESET),
-            State::AwaitRtrAck => self.counters.early_data_dropped += 1,
+            State::AwaitRtrAck => self.read_response_bytes(nic, i, payload),
             _ => self.closing_bytes(nic, i, payload, fin),
         }
     }
@@ -548,8 +548,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
         match self.conns[i].state {
             // The RTR carried the ACK of the reply, and nothing was taken since.
-            State::AwaitRtrAck if all_acked => {
+            State::AwaitRtrAck if all_acked && !self.conns[i].neg.read_response_due => {
                 self.enter_fpdu_mode_active(nic, i, FlowWrite::Install)
+            }
+            // A Read RTR's response is still to come: wait for it, as long as for a reply.
+            State::AwaitRtrAck if all_acked => {
+                self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
+                self.arm(i, false, true);
             }
             State::FinWait1 if all_acked => {
                 self.conns[i].state = State::FinWait2;
@@ -947,16 +952,66 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         b.tx_seq = snd_nxt;
         b.tx[..rtr.len()].copy_from_slice(rtr);
         b.tx_len = rtr.len() as u16;
+        let neg = &mut self.conns[i].neg;
+        neg.read_response_due = neg.rtr == RtrTypes::READ;
         self.send_staged(nic, i, false);
         self.conns[i].state = State::AwaitRtrAck;
         self.arm(i, true, false);
     }
 
+    /// The responder's first bytes, while the initiator waits for its RTR's ACK or, after
+    /// a Read RTR, for the zero-length Read Response that answers it (irdma's responders
+    /// choose the Read RTR when offered both, and answer it as any RDMA Read). The
+    /// firmware sent that Read, so it takes the response: the datapath would hand the
+    /// host a Read Response to a Read it never made. Taken when it arrives whole, as
+    /// responders send it (beside the RTR's ACK); anything else first ends the wait and
+    /// is left to the peer to send again to the datapath, as early FPDUs are.
+    #[cold]
+    fn read_response_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8]) {
+        let due = core::mem::take(&mut self.conns[i].neg.read_response_due);
+        let mut response = [0u8; fpdu_len(iwnic_proto::ddp::TAGGED_HEADER_LEN)];
+        let mut ulpdu = [0u8; iwnic_proto::ddp::TAGGED_HEADER_LEN];
+        // Into our RTR's sink buffer: STag 0, TO 0.
+        let expected = MessageRepr::zero_length_read_response(&ReadRequestRepr::default())
+            .emit(&mut ulpdu)
+            .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut response))
+            .map_or(&[][..], |n| &response[..n]);
+        let taken = match due && !expected.is_empty() && payload.starts_with(expected) {
+            true => expected.len(),
+            false => 0,
+        };
+        if taken > 0 {
+            self.counters.read_responses_received += 1;
+            let c = &mut self.conns[i];
+            c.rcv_nxt = c.rcv_nxt.wrapping_add(taken as u32);
+        }
+        if payload.len() > taken {
+            self.counters.early_data_dropped += 1;
+        }
+        let c = &self.conns[i];
+        if c.snd_una == c.snd_nxt {
+            let write = match taken {
+                0 => FlowWrite::Install,
+                _ => FlowWrite::InstallAndAcknowledge,
+            };
+            self.enter_fpdu_mode_active(nic, i, write);
+        } else if taken > 0 {
+            self.send_ack(nic, i);
+        }
+    }
+
     /// Hand the initiator's connection to the datapath and tell the host, with the
     /// reply's private data.
-    fn enter_fpdu_mode_active<H: Nic>(&mut self, nic: &mut H, i: usize, write: FlowWrite) {
+    pub(crate) fn enter_fpdu_mode_active<H: Nic>(
+        &mut self,
+        nic: &mut H,
+        i: usize,
+        write: FlowWrite,
+    ) {
+        // A flow the datapath cannot carry is reset; the one CONNECT_REPLY says so with
+        // one of rule 4's statuses (the count is `flow_table_full`).
         if self.install_flow(nic, i, false, write).is_err() {
-            return self.abort(nic, i, -ENOMEM);
+            return self.abort(nic, i, -ECONNRESET);
         }
         self.conns[i].state = State::Established;
         self.timers.disarm(i);

@@ -35,6 +35,44 @@ mod syn_sent {
         assert_eq!((block.ird, block.ord), (4, 1));
     }
 
+    /// A device that issues no Reads (`max_ord` 0) offers the Write RTR alone and keeps
+    /// ORD 0: the Read RTR would need an ORD of 1, beyond its limit.
+    #[test]
+    fn a_device_without_reads_offers_the_write_rtr_alone() {
+        let mut bench = Bench::with(Config {
+            max_ord: 0,
+            ..config()
+        });
+        let (mut peer, _, request) =
+            active_until_request_with(&mut bench, connect_to_peer(4, 0, false, b""));
+        let offered = parse_mpa(&request).v2.unwrap();
+        assert_eq!((offered.rtr, offered.ord), (RtrTypes::WRITE, 0));
+        bench.deliver(peer.data(&reply(
+            FrameKind::Accept,
+            block(RtrTypes::WRITE, 16, 4),
+            b"",
+        )));
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!(event(&out[0]).ord, 0);
+    }
+
+    /// Port 0 is no port: an ephemeral range from 0 skips it.
+    #[test]
+    fn an_ephemeral_port_base_of_0_never_gives_port_0() {
+        let mut bench = Bench::with(Config {
+            ephemeral_port_base: 0,
+            ..config()
+        });
+        bench.command(connect_to_peer(4, 4, false, b""));
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        let syn = bench.sent();
+        assert_eq!(kinds(&syn), ["SYN"]);
+        assert_eq!(syn[0].src_port, 1);
+    }
+
     #[test]
     fn rst_to_our_syn_is_connection_refused() {
         let mut bench = Bench::default();
@@ -185,45 +223,44 @@ mod await_reply {
         assert_eq!(frame.private_data, b"hello");
     }
 
+    /// The Write RTR the responder picks (siw, cxgb4 and iwnic do when offered both) is
+    /// our first FPDU; CONNECT_REPLY comes with its ACK. (The Read RTR's setup, which
+    /// waits for a Read Response too: `await_read_response`.)
     #[test]
-    fn each_rtr_type_the_responder_picks_is_sent() {
-        for (chosen, opcode) in [
-            (RtrTypes::READ, Opcode::ReadRequest),
-            (RtrTypes::WRITE, Opcode::Write),
-        ] {
-            let mut bench = Bench::default();
-            let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
-            bench.deliver(peer.data(&reply(FrameKind::Accept, block(chosen, 8, 16), b"welcome")));
-            let segs = bench.sent();
-            assert_eq!(kinds(&segs), ["DATA"], "the RTR acknowledges the reply");
-            let ulpdu = FpduRepr::parse(&segs[0].payload).unwrap().ulpdu.to_vec();
-            let message = MessageRepr::parse(&ulpdu).unwrap();
-            assert_eq!(
-                (message.header.opcode, message.rtr_type()),
-                (opcode, Some(chosen))
-            );
-            assert!(
-                bench.out().is_empty(),
-                "CONNECT_REPLY waits for the RTR's ACK"
-            );
-            assert_eq!(bench.fw.state(conn), Some(State::AwaitRtrAck));
-            assert!(bench.hal.flows.is_empty());
-            peer.saw_all(&segs);
-            bench.deliver(peer.ack());
-            assert!(
-                bench.sent().is_empty(),
-                "the RTR acknowledged the reply already: FPDU mode without another ACK"
-            );
-            let out = bench.out();
-            assert_eq!(briefs(&out), ["ConnectReply(0)"]);
-            let ev = event(&out[0]);
-            assert_eq!(ev.private_data, b"welcome");
-            // Our ORD is relaxed to the responder's IRD (8); our IRD stays 16.
-            assert_eq!((ev.ird, ev.ord), (16, 8));
-            let flow = bench.hal.flows.values().next().copied().unwrap();
-            assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
-            assert!(!flow.rtr_expected);
-        }
+    fn the_write_rtr_the_responder_picks_is_sent() {
+        let (chosen, opcode) = (RtrTypes::WRITE, Opcode::Write);
+        let mut bench = Bench::default();
+        let (mut peer, conn, _) = active_until_request(&mut bench, false, b"");
+        bench.deliver(peer.data(&reply(FrameKind::Accept, block(chosen, 8, 16), b"welcome")));
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["DATA"], "the RTR acknowledges the reply");
+        let ulpdu = FpduRepr::parse(&segs[0].payload).unwrap().ulpdu.to_vec();
+        let message = MessageRepr::parse(&ulpdu).unwrap();
+        assert_eq!(
+            (message.header.opcode, message.rtr_type()),
+            (opcode, Some(chosen))
+        );
+        assert!(
+            bench.out().is_empty(),
+            "CONNECT_REPLY waits for the RTR's ACK"
+        );
+        assert_eq!(bench.fw.state(conn), Some(State::AwaitRtrAck));
+        assert!(bench.hal.flows.is_empty());
+        peer.saw_all(&segs);
+        bench.deliver(peer.ack());
+        assert!(
+            bench.sent().is_empty(),
+            "the RTR acknowledged the reply already: FPDU mode without another ACK"
+        );
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        let ev = event(&out[0]);
+        assert_eq!(ev.private_data, b"welcome");
+        // Our ORD is relaxed to the responder's IRD (8); our IRD stays 16.
+        assert_eq!((ev.ird, ev.ord), (16, 8));
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+        assert!(!flow.rtr_expected);
     }
 
     #[test]
@@ -534,6 +571,145 @@ mod await_reply {
     }
 }
 
+/// The responder chose the Read RTR (irdma's responders do when offered both): our
+/// zero-length Read Request waits for its zero-length Read Response, the responder's
+/// first FPDU, which the firmware takes before the hand-off (the host never made that
+/// Read).
+mod await_read_response {
+    use super::*;
+    use iwnic_proto::ddp::ReadRequestRepr;
+
+    /// The reply choosing Read, our Read RTR read by the peer.
+    fn until_read_rtr(bench: &mut Bench) -> Peer {
+        let (mut peer, _, _) = active_until_request(bench, false, b"");
+        bench.deliver(peer.data(&reply(
+            FrameKind::Accept,
+            block(RtrTypes::READ, 16, 16),
+            b"read",
+        )));
+        let rtr = bench.sent();
+        assert_eq!(kinds(&rtr), ["DATA"]);
+        let ulpdu = FpduRepr::parse(&rtr[0].payload).unwrap().ulpdu.to_vec();
+        let message = MessageRepr::parse(&ulpdu).unwrap();
+        assert_eq!(
+            (message.header.opcode, message.rtr_type()),
+            (Opcode::ReadRequest, Some(RtrTypes::READ))
+        );
+        peer.saw_all(&rtr);
+        peer
+    }
+
+    /// The Read Response into our RTR's sink buffer (STag 0, TO 0).
+    fn read_response() -> Vec<u8> {
+        fpdu(&MessageRepr::zero_length_read_response(
+            &ReadRequestRepr::default(),
+        ))
+    }
+
+    /// The usual case: the response rides with the RTR's ACK. It is taken, and the
+    /// datapath's ACK of the hand-off acknowledges it; the flow starts after it.
+    #[test]
+    fn the_read_response_with_the_rtrs_ack_is_taken_then_connect_reply() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        bench.deliver(peer.data(&read_response()));
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"], "the datapath's, at the hand-off");
+        assert_eq!((ack[0].seq, ack[0].ack), (peer.rcv_nxt, Some(peer.snd_nxt)));
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!(event(&out[0]).private_data, b"read");
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
+        let counters = bench.fw.counters();
+        assert_eq!(
+            (
+                counters.read_responses_received,
+                counters.early_data_dropped
+            ),
+            (1, 0)
+        );
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+    }
+
+    /// The RTR's ACK alone first: CONNECT_REPLY waits for the response, which the
+    /// firmware then acknowledges as it hands the flow over.
+    #[test]
+    fn after_a_bare_ack_of_the_rtr_the_response_is_waited_for() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        bench.deliver(peer.ack());
+        assert!(bench.out().is_empty() && bench.sent().is_empty());
+        assert!(bench.hal.flows.is_empty());
+        bench.advance(5_000);
+        assert!(bench.out().is_empty() && bench.sent().is_empty());
+        bench.deliver(peer.data(&read_response()));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!(flow.rcv_nxt, peer.snd_nxt);
+    }
+
+    /// The response before the RTR's ACK (its segment acknowledging only the reply):
+    /// taken and acknowledged; the RTR's ACK then hands the flow over.
+    #[test]
+    fn a_response_before_the_rtrs_ack_is_taken_and_acknowledged() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        let rtr_end = peer.rcv_nxt;
+        let response = read_response();
+        let mut early = peer.acknowledging(rtr_end - 48);
+        bench.deliver(early.data(&response));
+        let ack = bench.sent();
+        assert_eq!(kinds(&ack), ["ACK"]);
+        assert_eq!(ack[0].ack, Some(peer.snd_nxt + response.len() as u32));
+        assert!(bench.out().is_empty());
+        peer.snd_nxt += response.len() as u32;
+        bench.deliver(peer.ack());
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!((flow.snd_nxt, flow.rcv_nxt), (rtr_end, peer.snd_nxt));
+    }
+
+    /// A responder that never answers the Read RTR: the reply timeout's wait, then the
+    /// hand-off without it.
+    #[test]
+    fn no_response_in_time_hands_over_without_it() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        bench.deliver(peer.ack());
+        bench.advance(9_999);
+        assert!(bench.out().is_empty());
+        bench.advance(1);
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        assert!(bench.sent().is_empty());
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!(flow.rcv_nxt, peer.snd_nxt);
+        assert_eq!(bench.fw.counters().read_responses_received, 0);
+    }
+
+    /// Another FPDU first (a Send): the wait ends, the FPDU is left to the peer to send
+    /// again to the datapath, as early FPDUs are.
+    #[test]
+    fn another_fpdu_first_ends_the_wait() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        let start = peer.snd_nxt;
+        bench.deliver(peer.data(&fpdu(&MessageRepr::send(b"early", 1))));
+        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let flow = bench.hal.flows.values().next().copied().unwrap();
+        assert_eq!(flow.rcv_nxt, start, "the Send is not taken");
+        let counters = bench.fw.counters();
+        assert_eq!(
+            (
+                counters.read_responses_received,
+                counters.early_data_dropped
+            ),
+            (0, 1)
+        );
+    }
+}
+
 mod await_rtr_ack {
     use super::*;
 
@@ -541,7 +717,7 @@ mod await_rtr_ack {
         let (mut peer, _, _) = active_until_request(bench, false, b"");
         bench.deliver(peer.data(&reply(
             FrameKind::Accept,
-            block(RtrTypes::READ, 16, 16),
+            block(RtrTypes::WRITE, 16, 16),
             b"",
         )));
         peer.saw_all(&bench.sent());
@@ -559,7 +735,7 @@ mod await_rtr_ack {
             MessageRepr::parse(FpduRepr::parse(&again[0].payload).unwrap().ulpdu)
                 .unwrap()
                 .rtr_type(),
-            Some(RtrTypes::READ)
+            Some(RtrTypes::WRITE)
         );
     }
 

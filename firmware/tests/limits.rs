@@ -373,7 +373,7 @@ fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
 /// its bucket full cannot be carried, and the firmware has no FPDU path of its own.
 mod flow_table_full {
     use super::*;
-    use iwnic_proto::errno::ENOMEM;
+    use iwnic_proto::errno::{ECONNRESET, ENOMEM};
     use iwnic_proto::mpa::{FrameKind, V2Block};
 
     /// The flow written for the failed hand-off is gone again, and so is the connection.
@@ -416,23 +416,28 @@ mod flow_table_full {
         }
     }
 
-    /// Rule 4: the connect's one CONNECT_REPLY carries the failure; the hand-off's ACK
+    /// Rule 4: the connect's one CONNECT_REPLY carries the failure, with one of the
+    /// rule's statuses (-ECONNRESET: the connection is reset; -ENOMEM, a provider's
+    /// answer when the call itself fails, is not one of them); the hand-off's ACK
     /// (revision 1) or the RTR (peer-to-peer) has gone, the RST ends it.
     #[test]
-    fn the_connect_replies_enomem_and_the_peer_is_reset() {
+    fn the_connect_replies_econnreset_and_the_peer_is_reset() {
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, true, b"");
         bench.hal.flow_table_full = true;
         bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
         assert_eq!(kinds(&bench.sent()), ["ACK", "RST"]);
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ENOMEM)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("ConnectReply({})", -ECONNRESET)]
+        );
         assert_flow_and_connection_gone(&bench);
 
         let mut bench = Bench::default();
         let (mut peer, _, _) = active_until_request(&mut bench, false, b"");
         let v2 = V2Block {
             peer_to_peer: true,
-            rtr: RtrTypes::READ,
+            rtr: RtrTypes::WRITE,
             ird: 8,
             ord: 8,
         };
@@ -443,7 +448,10 @@ mod flow_table_full {
         bench.hal.flow_table_full = true;
         bench.deliver(peer.ack());
         assert_eq!(kinds(&bench.sent()), ["RST"]);
-        assert_eq!(briefs(&bench.out()), [format!("ConnectReply({})", -ENOMEM)]);
+        assert_eq!(
+            briefs(&bench.out()),
+            [format!("ConnectReply({})", -ECONNRESET)]
+        );
         assert_flow_and_connection_gone(&bench);
     }
 
