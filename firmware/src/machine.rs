@@ -807,12 +807,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     #[inline(never)]
     fn take_evicted_buffer<H: Nic>(&mut self, nic: &mut H, i: usize) -> Option<usize> {
         let mut slowest: Option<usize> = None;
-        for (b, buffer) in self.buffers.iter().enumerate() {
-            let owner = usize::from(buffer.owner);
-            let Some(c) = self.conns.get(owner) else {
+        for b in 0..self.buffers.len() {
+            let Some(owner) = self.holder(b) else {
                 continue;
             };
-            if usize::from(c.buffer) != b || c.state != State::AwaitRequest {
+            let c = &self.conns[owner];
+            if c.state != State::AwaitRequest {
                 continue;
             }
             let sooner =
@@ -825,6 +825,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.counters.requests_evicted += 1;
         self.abort(nic, evicted, -ECONNRESET);
         self.pop_free_buffer(i)
+    }
+
+    /// The connection holding buffer `b`: its last taker, while its `buffer` still names
+    /// `b` (a buffer on the free list names a taker that let it go).
+    fn holder(&self, b: usize) -> Option<usize> {
+        let owner = usize::from(self.buffers.get(b)?.owner);
+        (usize::from(self.conns.get(owner)?.buffer) == b).then_some(owner)
     }
 
     /// The free list's head, given to connection `i`.
@@ -850,11 +857,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     #[inline(never)]
     fn take_reclaimed_buffer<H: Nic>(&mut self, nic: &mut H, i: usize) -> Option<usize> {
         for b in 0..self.buffers.len() {
-            let owner = usize::from(self.buffers[b].owner);
-            let Some(c) = self.conns.get(owner) else {
+            let Some(owner) = self.holder(b) else {
                 continue;
             };
-            if usize::from(c.buffer) != b || !c.datapath_numbers_current() {
+            if !self.conns[owner].datapath_numbers_current() {
                 continue;
             }
             if self.release_acknowledged_buffer(nic, owner).is_none() {

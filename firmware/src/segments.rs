@@ -785,19 +785,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// until the datapath sees it acknowledged, sent again like a handed-over reply.
     #[cold]
     fn stage_read_response(&mut self, i: usize, request: &ReadRequestRepr) -> Option<Staged> {
-        let response = MessageRepr::zero_length_read_response(request);
-        let mut ulpdu = [0u8; iwnic_proto::ddp::TAGGED_HEADER_LEN];
-        let mut fpdu = [0u8; fpdu_len(iwnic_proto::ddp::TAGGED_HEADER_LEN)];
-        let len = response
-            .emit(&mut ulpdu)
-            .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut fpdu))
-            .ok()?;
+        let fpdu = MessageRepr::zero_length_read_response_fpdu(request);
+        let len = fpdu.len();
         let seq = self.conns[i].snd_nxt;
         let b = self.buffer_mut(i)?;
         // The unacknowledged bytes end at snd_nxt.
         let skip = usize::from(b.tx_len);
-        b.tx.get_mut(skip..skip + len)?
-            .copy_from_slice(&fpdu[..len]);
+        b.tx.get_mut(skip..skip + len)?.copy_from_slice(&fpdu);
         if skip == 0 {
             b.tx_seq = seq;
         }
@@ -969,14 +963,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     #[cold]
     fn read_response_bytes<H: Nic>(&mut self, nic: &mut H, i: usize, payload: &[u8]) {
         let due = core::mem::take(&mut self.conns[i].neg.read_response_due);
-        let mut response = [0u8; fpdu_len(iwnic_proto::ddp::TAGGED_HEADER_LEN)];
-        let mut ulpdu = [0u8; iwnic_proto::ddp::TAGGED_HEADER_LEN];
         // Into our RTR's sink buffer: STag 0, TO 0.
-        let expected = MessageRepr::zero_length_read_response(&ReadRequestRepr::default())
-            .emit(&mut ulpdu)
-            .and_then(|n| FpduRepr { ulpdu: &ulpdu[..n] }.emit(&mut response))
-            .map_or(&[][..], |n| &response[..n]);
-        let taken = match due && !expected.is_empty() && payload.starts_with(expected) {
+        let expected = MessageRepr::zero_length_read_response_fpdu(&ReadRequestRepr::default());
+        let taken = match due && payload.starts_with(&expected) {
             true => expected.len(),
             false => 0,
         };

@@ -374,12 +374,7 @@ mod established_reply_buffered {
         let again = bench.sent();
         assert_eq!(kinds(&again), ["DATA"]);
         assert_eq!(again[0].seq.wrapping_add(again[0].len()), peer.rcv_nxt);
-        let flow = bench.hal.flows.values_mut().next().unwrap();
-        flow.snd_una = peer.rcv_nxt;
-        bench.advance(2000);
-        assert!(bench.sent().is_empty());
-        assert_eq!(bench.fw.buffers_in_use(), 0);
-        assert_eq!(bench.fw.counters().retransmissions, 1);
+        acknowledged_on_the_datapath_goes_quiet(&mut bench, 2000);
     }
 
     /// With every buffer held, replies the datapath has seen acknowledged give theirs
@@ -813,12 +808,7 @@ mod await_read_rtr {
             (response[0].seq, &response[0].payload)
         );
         peer.saw_all(&again);
-        let flow = bench.hal.flows.values_mut().next().unwrap();
-        flow.snd_una = flow.snd_nxt;
-        bench.advance(400);
-        assert!(bench.sent().is_empty());
-        assert_eq!(bench.fw.buffers_in_use(), 0);
-        assert_eq!(bench.fw.counters().retransmissions, 1);
+        acknowledged_on_the_datapath_goes_quiet(&mut bench, 400);
     }
 
     /// The accept makes sure the datapath can carry the flow, as for the other types:

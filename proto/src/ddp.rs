@@ -225,6 +225,9 @@ fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
 // emit): DDP control (last, version 1, tagged for the Write), RDMAP control (version 1,
 // opcode), then the header fields: zero STag and offsets, untagged QN by opcode and
 // MSN 1, and for the Read Request a zero-length read of zero STags.
+/// Bytes of a zero-length Read Response's FPDU.
+pub const ZERO_LENGTH_READ_RESPONSE_FPDU_LEN: usize = fpdu_len(TAGGED_HEADER_LEN);
+
 const RTR_FPDU_SEND: [u8; fpdu_len(UNTAGGED_HEADER_LEN)] = framed(&[
     CTRL_LAST | DDP_VERSION,
     RDMAP_VERSION << RDMAP_VERSION_SHIFT | Opcode::Send as u8,
@@ -439,6 +442,17 @@ impl<'a> MessageRepr<'a> {
             },
             body: Body::Payload(&[]),
         }
+    }
+
+    /// [`MessageRepr::zero_length_read_response`] as an FPDU.
+    pub fn zero_length_read_response_fpdu(
+        request: &ReadRequestRepr,
+    ) -> [u8; ZERO_LENGTH_READ_RESPONSE_FPDU_LEN] {
+        let mut ulpdu = [0u8; TAGGED_HEADER_LEN];
+        // A tagged header without payload fills its buffer exactly: emit cannot fail.
+        let emitted = Self::zero_length_read_response(request).emit(&mut ulpdu);
+        debug_assert_eq!(emitted, Ok(TAGGED_HEADER_LEN));
+        framed(&ulpdu)
     }
 
     /// Which RTR type this message is, if it is a zero-length RTR message.

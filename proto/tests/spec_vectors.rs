@@ -2,7 +2,9 @@
 //! `mpa.rs`): the FPDUs carrying the RTR and the "hello" Send, built from the DDP/RDMAP
 //! and FPDU layers together and parsed back.
 
-use iwnic_proto::ddp::{llp_code, Body, Layer, MessageRepr, Opcode, Placement, TerminateRepr};
+use iwnic_proto::ddp::{
+    llp_code, Body, Layer, MessageRepr, Opcode, Placement, ReadRequestRepr, TerminateRepr,
+};
 use iwnic_proto::fpdu::FpduRepr;
 use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::Error;
@@ -43,6 +45,29 @@ fn send_carrying_hello() {
     assert_eq!(parsed, send);
     assert_eq!(parsed.body, Body::Payload(b"hello"));
     assert_eq!(parsed.rtr_type(), None);
+}
+
+/// The zero-length Read Response's FPDU, framed apart, is the bytes the layers emit for
+/// it, into the request's sink buffer.
+#[test]
+fn zero_length_read_response_fpdu_is_the_emitted_one() {
+    let request = ReadRequestRepr {
+        sink_stag: 0x0A0B_0C0D,
+        sink_to: 0x1122_3344_5566_7788,
+        ..ReadRequestRepr::default()
+    };
+    let message = MessageRepr::zero_length_read_response(&request);
+    let framed = MessageRepr::zero_length_read_response_fpdu(&request);
+    assert_eq!(&framed[..], &fpdu_of(&message)[..]);
+    let parsed = MessageRepr::parse(FpduRepr::parse(&framed).unwrap().ulpdu).unwrap();
+    assert_eq!(parsed, message);
+    assert_eq!(
+        parsed.header.placement,
+        Placement::Tagged {
+            stag: 0x0A0B_0C0D,
+            to: 0x1122_3344_5566_7788
+        }
+    );
 }
 
 /// The compile-time RTR FPDUs are the bytes the layers emit, the spec's Write vector

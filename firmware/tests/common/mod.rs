@@ -698,6 +698,18 @@ pub fn terminate_code(payload: &[u8]) -> u8 {
     }
 }
 
+/// Bytes the firmware handed over with the one flow, sent again once: the datapath now
+/// sees all of them acknowledged, and within `ms` the firmware sends nothing more and
+/// gives its negotiation buffer back.
+pub fn acknowledged_on_the_datapath_goes_quiet(bench: &mut Bench, ms: i64) {
+    let flow = bench.hal.flows.values_mut().next().unwrap();
+    flow.snd_una = flow.snd_nxt;
+    bench.advance(ms);
+    assert!(bench.sent().is_empty());
+    assert_eq!(bench.fw.buffers_in_use(), 0);
+    assert_eq!(bench.fw.counters().retransmissions, 1);
+}
+
 /// The RTR types an initiator offers when it can send either (iwnic, siw): Write and Read.
 pub const OFFER: RtrTypes = RtrTypes {
     send: false,
