@@ -218,10 +218,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             remote_ip,
             remote_port: remote.port,
         };
+        // No free local port is -EADDRNOTAVAIL, as the rdma_cm's `cma_alloc_any_port`
+        // has it for a used-up ephemeral range, and TCP's `__inet_check_established` for
+        // a bound port whose 4-tuple is taken.
         if tuple.local_port == 0 {
-            tuple.local_port = self.ephemeral_port(&tuple).ok_or(EADDRINUSE)?;
+            tuple.local_port = self.ephemeral_port(&tuple).ok_or(EADDRNOTAVAIL)?;
         } else if self.find(&tuple).is_some() {
-            return Err(EADDRINUSE);
+            return Err(EADDRNOTAVAIL);
         }
         let i = self
             .alloc(tuple, self.config.next_hop_mac, State::SynSent)

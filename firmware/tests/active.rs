@@ -771,6 +771,38 @@ mod await_rtr_ack {
     }
 }
 
+/// A connect that finds no free local port for its peer fails -EADDRNOTAVAIL, as the
+/// rdma_cm's `cma_alloc_any_port` does when the ephemeral range is used up and TCP's
+/// `__inet_check_established` for a bound port whose 4-tuple is taken.
+#[test]
+fn a_connect_without_a_free_local_port_is_address_not_available() {
+    let mut bench = Bench::with(Config {
+        ephemeral_port_base: u16::MAX - 1,
+        ..config()
+    });
+    let mut ports = Vec::new();
+    for _ in 0..2 {
+        bench.command(connect_to_peer(1, 1, false, b""));
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        ports.push(bench.sent()[0].src_port);
+    }
+    ports.sort();
+    assert_eq!(ports, [u16::MAX - 1, u16::MAX]);
+    bench.command(connect_to_peer(1, 1, false, b""));
+    bench.command(Command::Connect {
+        local: iwnic_proto::host::Endpoint::v4(NIC_IP, u16::MAX),
+        remote: iwnic_proto::host::Endpoint::v4(PEER_IP, PORT),
+        ird: 1,
+        ord: 1,
+        qpn: 1,
+        mpa_v1: false,
+        private_data: b"",
+    });
+    let refused = format!("DONE({})", -iwnic_proto::errno::EADDRNOTAVAIL);
+    assert_eq!(briefs(&bench.out()), [refused.clone(), refused]);
+    assert_eq!((bench.sent().len(), bench.fw.connections()), (0, 2));
+}
+
 #[test]
 fn connect_checks_its_arguments() {
     let mut bench = Bench::default();
