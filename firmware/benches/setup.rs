@@ -1,5 +1,5 @@
 //! Cost of one passive connection setup in the firmware (SYN to ESTABLISHED, MPA v2 with
-//! a zero-length Read as RTR, accept from the host), and the table's memory per connection.
+//! the Write RTR, accept from the host), and the table's memory per connection.
 //!
 //! `cargo bench -p iwnic-firmware --bench setup` prints nanoseconds per setup (median of
 //! five rounds) for checksums done in firmware and in the datapath. Host instructions per
