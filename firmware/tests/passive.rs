@@ -328,7 +328,6 @@ mod await_accept {
     /// peer-to-peer bit and the one RTR type we would have chosen, and the initiator's
     /// IRD and ORD crossed (our IRD its ORD, our ORD its IRD), as siw's reject carries.
     #[test]
-    #[ignore = "defect: the reject's v2 block has no RTR type and the initiator's IRD/ORD uncrossed"]
     fn reject_carries_a_v2_block_an_irdma_initiator_takes() {
         let mut bench = Bench::default();
         // irdma's request: peer-to-peer offering Write and Read, IRD 4, ORD 16.
