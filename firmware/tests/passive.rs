@@ -1121,6 +1121,52 @@ mod syn_received {
         assert_eq!(bench.fw.counters().handshake_timeouts, 1);
     }
 
+    /// A SYN as Linux sends it (MSS, SACK-permitted, timestamps, window scale 7), with
+    /// bytes on it: the SYN-ACK answers the MSS and the scaling only, so Linux turns SACK
+    /// and timestamps off for the connection (RFC 2018, RFC 7323 §3.2), and acknowledges
+    /// the SYN alone, as Linux does with data on a SYN without a Fast Open cookie.
+    #[test]
+    fn a_linux_syn_gets_mss_and_window_scale_and_its_bytes_are_not_acknowledged() {
+        use iwnic_proto::net::TcpFrameRepr;
+        use iwnic_proto::smoltcp_wire::{
+            EthernetAddress, Ipv4Address, TcpRepr, TcpSeqNumber, TcpTimestampRepr,
+        };
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let syn = TcpFrameRepr {
+            src_mac: EthernetAddress(PEER_MAC),
+            dst_mac: EthernetAddress(NIC_MAC),
+            src_ip: Ipv4Address::from(PEER_IP),
+            dst_ip: Ipv4Address::from(NIC_IP),
+            ttl: 64,
+            tcp: TcpRepr {
+                src_port: 40000,
+                dst_port: PORT,
+                control: TcpControl::Syn,
+                seq_number: TcpSeqNumber(1000),
+                ack_number: None,
+                window_len: 64240,
+                window_scale: Some(7),
+                max_seg_size: Some(1460),
+                sack_permitted: true,
+                sack_ranges: [None; 3],
+                timestamp: Some(TcpTimestampRepr::new(123_456, 0)),
+                payload: b"abc",
+            },
+        };
+        let mut frame = vec![0u8; syn.buffer_len()];
+        syn.emit(&mut frame).unwrap();
+        bench.deliver(frame);
+        let raw = bench.hal.tx.clone();
+        let sent = bench.sent();
+        assert_eq!(kinds(&sent), ["SYN-ACK"]);
+        assert_eq!(sent[0].ack, Some(1001), "the SYN alone acknowledged");
+        assert_eq!((sent[0].mss, sent[0].window_scale), (Some(1460), Some(0)));
+        let synack = TcpFrameRepr::parse(&raw[0]).unwrap().tcp;
+        assert!(!synack.sack_permitted && synack.timestamp.is_none());
+        assert_eq!(bench.fw.connections(), 1);
+    }
+
     /// The SYN-ACK offers window scaling only to a SYN that did (RFC 7323 §2.2), and the
     /// flow scales both ways or neither.
     #[test]
