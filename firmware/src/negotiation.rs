@@ -200,16 +200,31 @@ pub(crate) fn accept<'a>(
     (frame(FrameKind::Accept, &neg, private_data), neg)
 }
 
-/// A rejecting reply: the revision of the request, the v2 block echoed without RTR.
+/// A rejecting reply: the revision of the request and, to an enhanced request, a v2
+/// block that reads as an accept's would: the peer-to-peer bit with the one RTR type we
+/// would have chosen, and the initiator's IRD and ORD crossed (our IRD its ORD, our ORD
+/// its IRD), as siw's reject carries. irdma's initiator judges the block of every
+/// revision-2 reply before it looks at R (`irdma_negotiate_mpa_v2_ird_ord`): without an
+/// RTR type, or with an ORD above its IRD, it resets the connection instead of reporting
+/// the reject and its private data.
 pub(crate) fn reject<'a>(neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
-    let echoed = Negotiation {
+    let rtr = match neg.peer_to_peer {
+        true => choose_rtr(neg.rtr),
+        false => RtrTypes::NONE,
+    };
+    // A Read RTR needs an IRD of 1 at least, as in an accept (irdma checks it).
+    let ird = match (rtr, neg.peer_ord) {
+        (RtrTypes::READ, 0) => 1,
+        (_, ord) => ord,
+    };
+    let answered = Negotiation {
         revision: neg.revision.clamp(1, 2),
-        rtr: RtrTypes::NONE,
-        ird: neg.peer_ird,
-        ord: neg.peer_ord,
+        rtr,
+        ird,
+        ord: neg.peer_ird,
         ..*neg
     };
-    frame(FrameKind::Reject, &echoed, private_data)
+    frame(FrameKind::Reject, &answered, private_data)
 }
 
 /// The initiator's verdict on a reply.

@@ -59,9 +59,11 @@ fn assert_reset_quietly(bench: &mut Bench, peer: &Peer, answer: &[Seg], acknowle
     assert_eq!(bench.fw.buffers_in_use(), 0);
 }
 
-/// spec/mpa.md's reject to a revision-2 request of IRD = ORD = 16, no reason bytes:
-/// C, R and the enhanced flag, peer-to-peer with no RTR type.
-const REJECT_V2: [u8; 24] = *b"MPA ID Rep Frame\x70\x02\x00\x04\x80\x10\x00\x10";
+/// The reject to a revision-2 request of IRD = ORD = 16 offering Write and Read, no
+/// reason bytes: C, R and the enhanced flag, peer-to-peer with the Write RTR an accept
+/// would choose, IRD and ORD crossed. (spec/mpa.md's vector has no RTR type, which
+/// irdma's initiator refuses as a bad reply: see `negotiation::reject`.)
+const REJECT_V2: [u8; 24] = *b"MPA ID Rep Frame\x70\x02\x00\x04\x80\x10\x80\x10";
 
 /// The answer is `reject` and our FIN in one segment, acknowledging the request; no
 /// event. The peer then closes: after TIME_WAIT the connection is gone, its buffer

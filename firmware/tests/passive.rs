@@ -319,6 +319,42 @@ mod await_accept {
         assert_eq!(bench.fw.counters().mpa_rejects_sent, 1);
     }
 
+    /// irdma's initiator runs every revision-2 reply through
+    /// `irdma_negotiate_mpa_v2_ird_ord` before it looks at R: a block without the
+    /// peer-to-peer bit or without an RTR type fails (-EOPNOTSUPP), as does one whose ORD
+    /// exceeds the initiator's IRD (-EINVAL), and `irdma_handle_rcv_mpa` then resets
+    /// the connection (`irdma_active_open_err`): the application never sees the reject
+    /// or its private data. So the reject's block reads as an accept's would: the
+    /// peer-to-peer bit and the one RTR type we would have chosen, and the initiator's
+    /// IRD and ORD crossed (our IRD its ORD, our ORD its IRD), as siw's reject carries.
+    #[test]
+    fn reject_carries_a_v2_block_an_irdma_initiator_takes() {
+        let mut bench = Bench::default();
+        // irdma's request: peer-to-peer offering Write and Read, IRD 4, ORD 16.
+        let (mut peer, request) = passive_until_request(&mut bench, &request_v2(OFFER, 4, 16, b""));
+        bench.command(Command::Reject {
+            conn: request.conn,
+            private_data: b"busy",
+        });
+        assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+        let segs = bench.sent();
+        assert_eq!(kinds(&segs), ["FIN"]);
+        let frame = parse_mpa(&segs[0].payload);
+        assert_eq!(
+            (frame.kind, frame.revision, frame.private_data),
+            (FrameKind::Reject, 2, &b"busy"[..])
+        );
+        let block = frame.v2.expect("the request's v2 block answered");
+        assert!(block.peer_to_peer, "irdma needs the peer-to-peer bit");
+        assert_eq!(
+            block.rtr,
+            RtrTypes::WRITE,
+            "one RTR type, as an accept picks"
+        );
+        assert_eq!((block.ird, block.ord), (16, 4), "IRD and ORD crossed");
+        peer.saw_all(&segs);
+    }
+
     #[test]
     /// The kernel's iw_cm has no CLOSE for an id in CONN_RECV: the host learns of the
     /// death when it answers the request.
@@ -1083,6 +1119,52 @@ mod syn_received {
         assert_eq!(bench.fw.connections(), 0);
         assert!(bench.out().is_empty());
         assert_eq!(bench.fw.counters().handshake_timeouts, 1);
+    }
+
+    /// A SYN as Linux sends it (MSS, SACK-permitted, timestamps, window scale 7), with
+    /// bytes on it: the SYN-ACK answers the MSS and the scaling only, so Linux turns SACK
+    /// and timestamps off for the connection (RFC 2018, RFC 7323 §3.2), and acknowledges
+    /// the SYN alone, as Linux does with data on a SYN without a Fast Open cookie.
+    #[test]
+    fn a_linux_syn_gets_mss_and_window_scale_and_its_bytes_are_not_acknowledged() {
+        use iwnic_proto::net::TcpFrameRepr;
+        use iwnic_proto::smoltcp_wire::{
+            EthernetAddress, Ipv4Address, TcpRepr, TcpSeqNumber, TcpTimestampRepr,
+        };
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let syn = TcpFrameRepr {
+            src_mac: EthernetAddress(PEER_MAC),
+            dst_mac: EthernetAddress(NIC_MAC),
+            src_ip: Ipv4Address::from(PEER_IP),
+            dst_ip: Ipv4Address::from(NIC_IP),
+            ttl: 64,
+            tcp: TcpRepr {
+                src_port: 40000,
+                dst_port: PORT,
+                control: TcpControl::Syn,
+                seq_number: TcpSeqNumber(1000),
+                ack_number: None,
+                window_len: 64240,
+                window_scale: Some(7),
+                max_seg_size: Some(1460),
+                sack_permitted: true,
+                sack_ranges: [None; 3],
+                timestamp: Some(TcpTimestampRepr::new(123_456, 0)),
+                payload: b"abc",
+            },
+        };
+        let mut frame = vec![0u8; syn.buffer_len()];
+        syn.emit(&mut frame).unwrap();
+        bench.deliver(frame);
+        let raw = bench.hal.tx.clone();
+        let sent = bench.sent();
+        assert_eq!(kinds(&sent), ["SYN-ACK"]);
+        assert_eq!(sent[0].ack, Some(1001), "the SYN alone acknowledged");
+        assert_eq!((sent[0].mss, sent[0].window_scale), (Some(1460), Some(0)));
+        let synack = TcpFrameRepr::parse(&raw[0]).unwrap().tcp;
+        assert!(!synack.sack_permitted && synack.timestamp.is_none());
+        assert_eq!(bench.fw.connections(), 1);
     }
 
     /// The SYN-ACK offers window scaling only to a SYN that did (RFC 7323 §2.2), and the
