@@ -208,9 +208,10 @@ pub(crate) fn accept<'a>(
 /// RTR type, or with an ORD above its IRD, it resets the connection instead of reporting
 /// the reject and its private data.
 pub(crate) fn reject<'a>(neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
-    let rtr = match neg.peer_to_peer {
-        true => choose_rtr(neg.rtr),
-        false => RtrTypes::NONE,
+    let rtr = if neg.peer_to_peer {
+        choose_rtr(neg.rtr)
+    } else {
+        RtrTypes::NONE
     };
     // A Read RTR needs an IRD of 1 at least, as in an accept (irdma checks it).
     let ird = match (rtr, neg.peer_ord) {

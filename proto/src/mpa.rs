@@ -406,6 +406,9 @@ mod tests {
         assert_eq!(emit(&want), wire);
     }
 
+    /// The spec's reject vector, a frame iwnic takes from a peer. iwnic's own rejects put
+    /// an RTR type and crossed IRD/ORD in the block, as irdma's initiator needs
+    /// (`negotiation::reject` in the firmware), so they differ from this vector.
     #[test]
     fn spec_reject_reply() {
         let wire = concat(REPLY_KEY, &[0x70, 0x02, 0x00, 0x04, 0x80, 0x10, 0x00, 0x10]);
