@@ -198,10 +198,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     fn take_peer_options(&mut self, i: usize, seg: &TcpSegment) {
         let c = &mut self.conns[i];
-        // RFC 9293's default without the option; a smaller MSS than Linux's floor
-        // (TCP_MIN_MSS) is raised to it, so a peer cannot have every MPA frame sent in
-        // slivers.
-        c.peer_mss = seg.max_seg_size.unwrap_or(536).max(MIN_PEER_MSS);
+        // RFC 9293's default without the option, or with an MSS of 0, which Linux's
+        // `tcp_parse_options` skips; a smaller MSS than Linux's floor (TCP_MIN_MSS) is
+        // raised to it, so a peer cannot have every MPA frame sent in slivers.
+        c.peer_mss = match seg.max_seg_size {
+            None | Some(0) => 536,
+            Some(mss) => mss.max(MIN_PEER_MSS),
+        };
         c.peer_window_shift = seg.window_scale.unwrap_or(NO_WINDOW_SCALING);
         c.peer_window = seg.window;
     }

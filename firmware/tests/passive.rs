@@ -1193,10 +1193,11 @@ mod syn_received {
     }
 
     /// The reply goes in segments of at most the peer's MSS, its PSH on the last, and so
-    /// does its retransmission; an MSS below Linux's floor (88) is taken as 88.
+    /// does its retransmission; an MSS below Linux's floor (88) is taken as 88, and an
+    /// MSS option of 0 is no MSS option, 536 (Linux's `tcp_parse_options` skips it).
     #[test]
     fn the_reply_is_cut_to_the_peers_mss() {
-        for (offered, mss) in [(300, 300), (20, 88)] {
+        for (offered, mss) in [(300, 300), (20, 88), (0, 536)] {
             let mut bench = Bench::default();
             bench.listen(PORT, 8);
             let mut peer = Peer::new(40000, PORT, 5);
