@@ -1093,7 +1093,6 @@ fn check_script_on_verilator(what: &str, script: &Script) {
 /// give as `FlowTableFull`; reads find nothing there and the flow's frames go to the
 /// firmware.
 #[test]
-#[ignore = "the model installs and acknowledges any index; nic_top has 2,048 contexts (fixed next)"]
 fn an_index_beyond_the_contexts_gets_no_context_and_no_ack() {
     let mut s = Script::new();
     let ctx = context(2048, [10, 0, 0, 2], 40_010, 0x1000, 0x2000);
@@ -1125,7 +1124,6 @@ fn an_index_beyond_the_contexts_gets_no_context_and_no_ack() {
 /// the first tuple, which the flow table still maps to that index, goes to the firmware
 /// as any frame of no flow does.
 #[test]
-#[ignore = "the model drops a frame whose tuple maps to a removed index; nic_top steers it to the firmware (fixed next)"]
 fn a_frame_of_a_tuple_written_over_and_removed_reaches_the_firmware() {
     let mut s = Script::new();
     let first = context(5, [10, 0, 0, 2], 40_011, 0x1000, 0x2000);
@@ -1151,7 +1149,6 @@ fn a_frame_of_a_tuple_written_over_and_removed_reaches_the_firmware() {
 /// of that context is: the receive side's ULPDU limit follows the rewritten MSS, as in
 /// `nic_top`, which reads it from the context for every segment.
 #[test]
-#[ignore = "the model keeps the first write's ULPDU limit over a rewrite (fixed next)"]
 fn a_rewritten_flow_receives_as_a_fresh_one() {
     let outcome = |rewrite: bool| {
         let mut s = Script::new();
