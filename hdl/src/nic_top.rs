@@ -981,9 +981,11 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
 pub type EcpNicTop = NicTop<6, 8>;
 /// The simulation build: contexts for the testbench firmware's 2,048 connections, in a
 /// flow table of 8,192 entries.
-pub type SimNicTop = NicTop<SIM_SET_BITS, 11>;
+pub type SimNicTop = NicTop<SIM_SET_BITS, SIM_INDEX_BITS>;
 /// The simulation build's flow table has 2^`SIM_SET_BITS` buckets.
 pub const SIM_SET_BITS: usize = 11;
+/// The simulation build has contexts for connection indices below 2^`SIM_INDEX_BITS`.
+pub const SIM_INDEX_BITS: usize = 11;
 
 impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, INDEX_BITS> {
     #[hdl_gen]

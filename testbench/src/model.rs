@@ -8,7 +8,11 @@
 //!   goes whole to the firmware (for its SYN), which ignores it.
 //! - Flow table: a 4-tuple goes into its bucket of `SimNicTop`'s table (the same hash, 4
 //!   ways each); a write whose tuple finds its bucket full writes the context but fails,
-//!   and the flow's frames go to the firmware.
+//!   and the flow's frames go to the firmware. Contexts exist for `SimNicTop`'s indices
+//!   (below 2^`SIM_INDEX_BITS`): a write beyond them fails with neither context nor ACK.
+//!   A tuple keeps its way until it is removed, even when its index is written over by
+//!   another tuple (as in `SimNicTop`): its frames then reach that index's flow, or the
+//!   firmware once there is none.
 //! - Steer: frames of flows not in FPDU mode, frames carrying RST or SYN or without ACK
 //!   (whole, their payload undelivered), frames carrying FIN, and every frame of a flow
 //!   still expecting its RTR go to the firmware; in-order payload of offloaded flows goes
@@ -30,7 +34,7 @@ use iwnic_firmware::{
     FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple, MAX_FRAME_LEN,
 };
 use iwnic_hdl::flow_table::{self, WAYS};
-use iwnic_hdl::nic_top::SIM_SET_BITS;
+use iwnic_hdl::nic_top::{SIM_INDEX_BITS, SIM_SET_BITS};
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
 use iwnic_proto::net::{self, Checksums, FrameError, RxDescriptor, SegmentOut, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
@@ -220,8 +224,9 @@ impl Engine for ModelDatapath {
         let Some(&index) = self.by_tuple.get(&tuple) else {
             return self.steer_to_firmware(frame);
         };
+        // A tuple whose index was written over by another and then removed.
         let Some(flow) = self.flows.get_mut(&index) else {
-            return;
+            return self.steer_to_firmware(frame);
         };
         if let Some(rtr) = flow.ctx.take_rtr(&seg, payload) {
             self.counters.rtr_taken += 1;
@@ -297,10 +302,19 @@ impl Engine for ModelDatapath {
     }
 
     fn write_flow(&mut self, ctx: &FlowContext, write: FlowWrite) -> Result<(), FlowTableFull> {
+        // No context there: no write, no ACK, as `nic_top`'s status low.
+        if usize::from(ctx.index) >> SIM_INDEX_BITS != 0 {
+            return Err(FlowTableFull);
+        }
         let splitter = Splitter::new(max_ulpdu_len(usize::from(ctx.mss)).unwrap_or(0) as u16);
         match self.flows.get_mut(&ctx.index) {
-            // A rewrite (the RTR arrived) keeps the receive state.
-            Some(flow) if flow.ctx.tuple == ctx.tuple => flow.ctx = *ctx,
+            // A rewrite (the RTR arrived) keeps the receive state, its failure (FPDUs end
+            // with their segments, so the splitter is at a boundary), under the ULPDU
+            // limit of the context as written now.
+            Some(flow) if flow.ctx.tuple == ctx.tuple => {
+                flow.ctx = *ctx;
+                flow.splitter = splitter;
+            }
             _ => {
                 self.flows.insert(
                     ctx.index,

@@ -1078,6 +1078,100 @@ fn short_scripted_sequence_on_both_engines() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The firmware's contract at its edges (`iwnic_firmware::FlowContext`, `Nic`): each case
+// asserts the clause on the model's outcome, then holds Verilator to the model.
+
+/// Runs `script` on Verilator against the model.
+fn check_script_on_verilator(what: &str, script: &Script) {
+    let run = run_hdl(verilated(), &script.ops);
+    check_against_model(what, &script.ops, &script.expected, &run);
+}
+
+/// "A connection index beyond the datapath's contexts gets neither" the context nor the
+/// ACK of `FlowWrite::InstallAndAcknowledge` (`Nic::write_flow`): `nic_top` (2,048
+/// contexts in the simulation build) answers with its status low, which the engines
+/// give as `FlowTableFull`; reads find nothing there and the flow's frames go to the
+/// firmware.
+#[test]
+fn an_index_beyond_the_contexts_gets_no_context_and_no_ack() {
+    let mut s = Script::new();
+    let ctx = context(2048, [10, 0, 0, 2], 40_010, 0x1000, 0x2000);
+    let written = s.push(Op::Write(ctx, FlowWrite::InstallAndAcknowledge));
+    assert!(written.net.is_empty(), "no ACK: {written:?}");
+    assert_eq!(written.answer, Answer::Written(Err(FlowTableFull)));
+    let read = s.push(Op::Read(2048));
+    assert_eq!(read.answer, Answer::Read(None));
+    let data = peer_frame(
+        &ctx,
+        TcpControl::Psh,
+        0x2000,
+        Some(0x1000),
+        29_200,
+        &fpdu(&ulpdu(10, 1)),
+    );
+    let steered = s.push(Op::Net(data));
+    assert_eq!(
+        (steered.firmware.len(), steered.host.len()),
+        (1, 0),
+        "{steered:?}"
+    );
+    s.push(Op::Host(2048, ulpdu(10, 2)));
+    check_script_on_verilator("Verilator, an index beyond the contexts", &s);
+}
+
+/// `Nic::remove_flow`: "its frames reach the firmware again". An index written over by
+/// another tuple (no remove between) and then removed leaves no flow there: a frame of
+/// the first tuple, which the flow table still maps to that index, goes to the firmware
+/// as any frame of no flow does.
+#[test]
+fn a_frame_of_a_tuple_written_over_and_removed_reaches_the_firmware() {
+    let mut s = Script::new();
+    let first = context(5, [10, 0, 0, 2], 40_011, 0x1000, 0x2000);
+    let second = context(5, [10, 0, 0, 3], 40_012, 0x3000, 0x4000);
+    s.push(Op::Write(first, FlowWrite::Install));
+    s.push(Op::Write(second, FlowWrite::Install));
+    s.push(Op::Remove(5));
+    let data = peer_frame(
+        &first,
+        TcpControl::Psh,
+        0x2000,
+        Some(0x1000),
+        29_200,
+        &fpdu(&ulpdu(10, 3)),
+    );
+    let steered = s.push(Op::Net(data));
+    assert_eq!(steered.firmware.len(), 1, "{steered:?}");
+    assert_eq!(steered.counters.to_firmware, 1);
+    check_script_on_verilator("Verilator, a tuple written over and removed", &s);
+}
+
+/// A rewrite of a flow (same tuple) is carried from its new context, as a fresh write
+/// of that context is: the receive side's ULPDU limit follows the rewritten MSS, as in
+/// `nic_top`, which reads it from the context for every segment.
+#[test]
+fn a_rewritten_flow_receives_as_a_fresh_one() {
+    let outcome = |rewrite: bool| {
+        let mut s = Script::new();
+        let mut ctx = context(5, [10, 0, 0, 2], 40_013, 0x1000, 0x2000);
+        if rewrite {
+            s.push(Op::Write(ctx, FlowWrite::Install));
+        }
+        ctx.mss = 536;
+        s.push(Op::Write(ctx, FlowWrite::Install));
+        s.data(5, &[ulpdu(600, 4)], TcpControl::Psh);
+        s
+    };
+    let (fresh, rewritten) = (outcome(false), outcome(true));
+    let last = |s: &Script| s.expected.last().unwrap().clone();
+    assert_eq!(
+        (last(&rewritten).host, last(&rewritten).events),
+        (last(&fresh).host, last(&fresh).events),
+        "the rewritten flow, then a fresh one"
+    );
+    check_script_on_verilator("Verilator, a rewritten flow", &rewritten);
+}
+
+// ---------------------------------------------------------------------------------------
 // Random sequences.
 
 /// A flow the generator may install: fixed index and tuple, so no index ever holds two
