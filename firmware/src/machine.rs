@@ -3,6 +3,7 @@
 //! `segments.rs`; timers are here.
 
 use core::hash::{Hash, Hasher};
+use heapless::Deque;
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, RecordBuffer, MAX_RECORD_LEN};
 use iwnic_proto::mpa::FrameRepr;
@@ -323,6 +324,15 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) listeners: [Option<Listener>; MAX_LISTENERS],
     pub(crate) timers: TimerWheel<N>,
     pub(crate) buffers: [NegotiationBuffer; B],
+    /// Datapath reports taken while the host queue had no room for the records they
+    /// raise, oldest first, handled before any later report or frame. The datapath holds
+    /// a second report until the first is read, and every flow's receive waits with it,
+    /// so the firmware does not leave them there ([`Machine::hold_reports`]). `B` holds
+    /// an RTR taken for every connection negotiating at once; past that the datapath
+    /// waits as before, and nothing is lost.
+    held_reports: Deque<FlowEvent, B>,
+    /// `held_reports` is not empty: one load on the path of every report.
+    holding_reports: bool,
     published: Counters,
 }
 
@@ -537,9 +547,11 @@ impl<const N: usize, const B: usize> Firmware<N, B> {
         if hal.next_frame().0.is_some() {
             m.take_frames(hal);
         } else if hal.nic().host_space() >= RECORDS_PER_INPUT {
-            if let Some(report) = hal.nic().receive_flow_event() {
+            if let Some(report) = m.next_report(hal.nic()) {
                 m.take_flow_events(hal.nic(), report);
             }
+        } else {
+            m.hold_reports(hal.nic());
         }
         if m.timers.may_expire(m.now_ms) {
             m.run_timers(hal.nic());
@@ -578,9 +590,10 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         loop {
             self.on_flow_event(nic, report);
             if nic.host_space() < RECORDS_PER_INPUT {
+                self.hold_reports(nic);
                 break;
             }
-            let Some(next) = nic.receive_flow_event() else {
+            let Some(next) = self.next_report(nic) else {
                 break;
             };
             report = next;
@@ -591,8 +604,12 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// queues the frames after it, so a frame never finds its connection a step behind.
     #[inline(never)]
     fn take_frames<H: Hal>(&mut self, hal: &mut H) {
-        while hal.nic().host_space() >= RECORDS_PER_INPUT {
-            if let Some(report) = hal.nic().receive_flow_event() {
+        loop {
+            if hal.nic().host_space() < RECORDS_PER_INPUT {
+                self.hold_reports(hal.nic());
+                break;
+            }
+            if let Some(report) = self.next_report(hal.nic()) {
                 self.on_flow_event(hal.nic(), report);
                 continue;
             }
@@ -602,6 +619,39 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             self.counters.frames_received += 1;
             self.on_frame(nic, descriptor, &frame[..frame.len().min(MAX_FRAME_LEN)]);
             hal.pop_frame();
+        }
+    }
+
+    /// The next datapath report: a held one first.
+    #[inline(always)]
+    fn next_report<H: Nic>(&mut self, nic: &mut H) -> Option<FlowEvent> {
+        if self.holding_reports {
+            self.next_held_report(nic)
+        } else {
+            nic.receive_flow_event()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_held_report<H: Nic>(&mut self, nic: &mut H) -> Option<FlowEvent> {
+        let report = self.held_reports.pop_front();
+        self.holding_reports = !self.held_reports.is_empty();
+        report.or_else(|| nic.receive_flow_event())
+    }
+
+    /// Take the datapath's reports while the host queue has no room for their records,
+    /// and keep them for when it has (see `held_reports`).
+    #[cold]
+    #[inline(never)]
+    fn hold_reports<H: Nic>(&mut self, nic: &mut H) {
+        while !self.held_reports.is_full() {
+            let Some(report) = nic.receive_flow_event() else {
+                break;
+            };
+            // Never refused: there is room.
+            let _ = self.held_reports.push_back(report);
+            self.holding_reports = true;
         }
     }
 
@@ -645,6 +695,8 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             live: 0,
             timers: TimerWheel::new(),
             buffers,
+            held_reports: Deque::new(),
+            holding_reports: false,
             free_buffer_head: if B > 0 { 0 } else { NO_BUFFER },
             buffers_free: B,
             listeners: [None; MAX_LISTENERS],

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use iwnic_firmware::{Config, State};
+use iwnic_firmware::{Config, FlowEvent, FlowEventKind, State};
 use iwnic_proto::errno::{ECONNRESET, ENOBUFS, ETIMEDOUT};
 use iwnic_proto::host::{Command, EventKind};
 use iwnic_proto::mpa::{FrameKind, RtrTypes};
@@ -554,6 +554,77 @@ mod await_rtr {
         );
         assert_eq!(bench.fw.counters().rtr_mismatch, 1);
         assert_established_then_closed(&mut bench, -ECONNRESET);
+    }
+
+    /// The datapath has one report register: a second report waits for the firmware to
+    /// read the first, and every flow's receive waits behind it. So the firmware takes
+    /// the reports while the host queue has no room for the records they raise, and
+    /// raises them, in order, once the host has made room.
+    #[test]
+    fn reports_are_taken_while_the_host_queue_is_full() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 8);
+        let mut accepted = Vec::new();
+        for port in [41_000, 41_001] {
+            let (mut peer, _, out) = request_from(&mut bench, port);
+            let conn = event(&out[0]).conn;
+            bench.command(accept_command(conn));
+            assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+            peer.saw_all(&bench.sent());
+            accepted.push((peer, conn));
+        }
+        bench.hal.host_room = 0;
+        for (peer, _) in &mut accepted {
+            bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
+        }
+        assert_eq!(kinds(&bench.sent()), ["ACK", "ACK"], "the datapath's");
+        assert!(bench.hal.flow_events.is_empty(), "every report taken");
+        assert!(bench.hal.records.is_empty());
+        bench.hal.host_room = 64;
+        bench.poll();
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["Established(0)", "Established(0)"]);
+        let conns: Vec<u32> = out.iter().map(|e| event(e).conn).collect();
+        assert_eq!(conns, accepted.iter().map(|(_, c)| *c).collect::<Vec<_>>());
+        assert_eq!(bench.fw.buffers_in_use(), 0);
+    }
+
+    /// The firmware holds as many reports as it has negotiation buffers (8 here); the
+    /// rest wait in the datapath. Once the host has made room every report is handled, in
+    /// the order the datapath raised them, and every connection closes.
+    #[test]
+    fn reports_beyond_what_the_firmware_holds_wait_in_the_datapath() {
+        let mut bench = Bench::default();
+        bench.listen(PORT, 16);
+        let mut conns = Vec::new();
+        for port in 41_000..41_010 {
+            let (mut peer, _, out) = request_from(&mut bench, port);
+            let conn = event(&out[0]).conn;
+            bench.command(accept_command(conn));
+            peer.saw_all(&bench.sent());
+            bench.arrive(peer.data(&rtr(RtrTypes::WRITE)));
+            assert_eq!(kinds(&bench.sent()), ["ACK"], "the datapath's");
+            assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+            conns.push(conn);
+        }
+        bench.hal.host_room = 0;
+        let mut indices: Vec<u16> = bench.hal.flows.keys().copied().collect();
+        indices.reverse();
+        for &index in &indices {
+            let kind = FlowEventKind::CrcError;
+            bench.hal.flow_events.push_back(FlowEvent { index, kind });
+        }
+        bench.poll();
+        assert_eq!(bench.hal.flow_events.len(), 2, "eight held");
+        bench.hal.host_room = 64;
+        bench.poll();
+        let out = bench.out();
+        assert_eq!(briefs(&out), vec![format!("Close({})", -ECONNRESET); 10]);
+        let closed: Vec<u16> = out.iter().map(|e| event(e).conn as u16).collect();
+        assert_eq!(closed, indices, "in the order raised");
+        assert_eq!(bench.fw.counters().crc_errors, 10);
+        assert_eq!(bench.fw.connections(), 0);
+        assert!(conns.iter().all(|&c| bench.fw.state(c).is_none()));
     }
 
     /// The RTR's ACK covered the reply: its timer is gone and its buffer free.
