@@ -693,7 +693,6 @@ mod await_read_response {
     /// hand-off off, or a peer acknowledging every few seconds kept the connect waiting
     /// for good.
     #[test]
-    #[ignore = "defect: every repeated ACK restarts the wait (fixed in the next commit)"]
     fn repeated_acks_do_not_restart_the_wait() {
         let mut bench = Bench::default();
         let mut peer = until_read_rtr(&mut bench);
