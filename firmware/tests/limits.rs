@@ -375,7 +375,6 @@ fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
 /// to come back to where it had swept to: a timer armed after the step was late by the
 /// step (a connect's SYN was not sent again for an hour).
 #[test]
-#[ignore = "defect: the wheel does not follow the clock back (fixed in a following commit)"]
 fn a_timer_armed_after_time_steps_back_runs_on_time() {
     for back in [5_000i64, 3_600_000] {
         let mut bench = Bench::default();
@@ -411,7 +410,6 @@ fn a_timer_armed_after_time_steps_back_runs_on_time() {
 /// gone round to it again, up to 24.9 days later; deadlines compared on the wrapping
 /// clock looked 24.9 days off.
 #[test]
-#[ignore = "defect: a gap over 2^31 ms freezes every timer (fixed in a following commit)"]
 fn a_gap_of_25_days_between_polls_runs_what_fell_due() {
     const GAP: i64 = 25 * 86_400_000;
     let mut bench = Bench::default();
