@@ -716,12 +716,46 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     }
 
     fn set_time(&mut self, now: Instant) {
-        self.clock.set(now.total_micros());
+        let resynced = self.clock.set(now.total_micros());
         self.now_ms = self.clock.millis();
-        if !self.started {
-            self.timers.start(self.now_ms);
-            self.started = true;
+        if resynced {
+            self.clock_resynced();
         }
+    }
+
+    /// The clock was set anew: the first poll starts the timers. Time going backwards,
+    /// or forwards by 2^31 ms (24.9 days) or more between two polls, moves them with it:
+    /// the wheel's sweep follows time only forwards, and by less than half its wrapping
+    /// clock (a timer armed after a step back waited for time to come back to the
+    /// sweep; after such a gap no timer ran until the clock had gone round again).
+    /// Deadlines stay where they are, so a timer fires when time reaches its deadline
+    /// and never before; one that fell due in a gap is due now, and one the step put
+    /// further ahead than the clock tells is kept at the furthest it can. So are the
+    /// phase deadlines the states compare with; the interval between invalid-segment
+    /// ACKs starts afresh. Cold: a pass over every connection.
+    #[cold]
+    #[inline(never)]
+    fn clock_resynced(&mut self) {
+        let now = self.now_ms;
+        if !self.started {
+            self.started = true;
+            return self.timers.start(now);
+        }
+        let step = self.clock.resync_step_ms();
+        if (0..1 << 31).contains(&step) {
+            return;
+        }
+        let before = now.wrapping_sub(step as u32);
+        let moved = |t: u32| {
+            let left = i64::from(t.wrapping_sub(before) as i32) - step;
+            now.wrapping_add(left.clamp(0, i64::from(i32::MAX)) as u32)
+        };
+        let invalid_acked_at = now.wrapping_sub(self.timeouts.invalid_ack);
+        for c in self.conns.iter_mut().filter(|c| c.state != State::Free) {
+            c.phase_deadline = moved(c.phase_deadline);
+            c.invalid_acked_at = invalid_acked_at;
+        }
+        self.timers.restart(now, moved);
     }
 
     // ---- table ----------------------------------------------------------------------

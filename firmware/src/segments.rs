@@ -360,8 +360,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         {
             return self.unacceptable_ack(nic, i);
         }
+        let snd_una = c.snd_una;
         self.take_ack(i, ack, seg.window);
-        self.after_ack(nic, i);
+        self.after_ack(nic, i, snd_una);
         let fin = seg.control == TcpControl::Fin;
         match self.conns[i].state {
             State::Free => return,
@@ -546,16 +547,19 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         self.conns[i].peer_window = window;
     }
 
-    /// Transitions an acknowledgement alone can cause.
-    fn after_ack<H: Nic>(&mut self, nic: &mut H, i: usize) {
+    /// Transitions an acknowledgement alone can cause; `snd_una` is where it was before
+    /// the acknowledgement was taken.
+    fn after_ack<H: Nic>(&mut self, nic: &mut H, i: usize, snd_una: u32) {
         let all_acked = self.conns[i].snd_una == self.conns[i].snd_nxt;
         match self.conns[i].state {
             // The RTR carried the ACK of the reply, and nothing was taken since.
             State::AwaitRtrAck if all_acked && !self.conns[i].neg.read_response_due => {
                 self.enter_fpdu_mode_active(nic, i, FlowWrite::Install)
             }
-            // A Read RTR's response is still to come: wait for it, as long as for a reply.
-            State::AwaitRtrAck if all_acked => {
+            // A Read RTR's response is still to come: wait for it, as long as for a reply,
+            // from the ACK that completed the RTR (a repeated ACK does not restart the
+            // wait: a peer acknowledging every few seconds put the hand-off off for good).
+            State::AwaitRtrAck if all_acked && snd_una != self.conns[i].snd_una => {
                 self.conns[i].phase_deadline = self.after(self.timeouts.mpa_reply);
                 self.arm(i, false, true);
             }

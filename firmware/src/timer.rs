@@ -20,6 +20,8 @@ fn not_after(a: u32, b: u32) -> bool {
 pub(crate) struct Clock {
     /// The last time given, µs; negative until the first poll (a full division then).
     micros: i64,
+    /// The time given before the last resync, µs.
+    resynced_from: i64,
     /// `micros / 1000` (truncated, as `Instant::total_millis`) and `micros % 1000`.
     millis: u32,
     sub_millis: u32,
@@ -28,11 +30,14 @@ pub(crate) struct Clock {
 impl Clock {
     pub(crate) const NEW: Clock = Clock {
         micros: -1,
+        resynced_from: -1,
         millis: 0,
         sub_millis: 0,
     };
 
-    pub(crate) fn set(&mut self, micros: i64) {
+    /// Set the time; `true` when the clock was set anew (see [`Clock::resync`]), which
+    /// the timers may have to follow.
+    pub(crate) fn set(&mut self, micros: i64) -> bool {
         // Time going backwards wraps to a step beyond the range (a resync).
         let step = (micros as u64).wrapping_sub(self.micros as u64);
         if self.micros >= 0 && step < u64::from(u32::MAX - 1000) {
@@ -45,8 +50,10 @@ impl Clock {
                 self.sub_millis = sub;
             }
             self.micros = micros;
+            false
         } else {
             self.resync(micros);
+            true
         }
     }
 
@@ -55,6 +62,7 @@ impl Clock {
     #[cold]
     #[inline(never)]
     fn resync(&mut self, micros: i64) {
+        self.resynced_from = self.micros;
         self.millis = (micros / 1000) as u32;
         self.sub_millis = if micros >= 0 {
             (micros % 1000) as u32
@@ -62,6 +70,12 @@ impl Clock {
             0
         };
         self.micros = micros;
+    }
+
+    /// How far the last resync moved the millisecond clock, in full (negative: time
+    /// went backwards), where its 32 bits tell it only up to 2^31 ms either way.
+    pub(crate) fn resync_step_ms(&self) -> i64 {
+        self.micros / 1000 - self.resynced_from / 1000
     }
 
     pub(crate) fn millis(&self) -> u32 {
@@ -117,6 +131,30 @@ impl<const N: usize> TimerWheel<N> {
     /// Start the clock at `now` (before any timer is armed).
     pub(crate) fn start(&mut self, now: u32) {
         self.cursor = now;
+    }
+
+    /// Restart the clock at `now` with the timers armed, after time stepped where the
+    /// sweep cannot follow it (backwards, or further ahead than the wrapping clock
+    /// tells), each timer's deadline `moved`. Every armed timer is linked again. Cold:
+    /// a pass over every timer and slot.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn restart(&mut self, now: u32, moved: impl Fn(u32) -> u32) {
+        self.cursor = now;
+        self.heads = [NIL; SLOTS];
+        for i in 0..N {
+            let Entry { deadline, slot, .. } = self.entries[i];
+            if slot == NOT_ARMED {
+                continue;
+            }
+            let deadline = moved(deadline);
+            let tick = if not_after(deadline, now) {
+                now
+            } else {
+                deadline
+            };
+            self.link_at(i, deadline, tick);
+        }
     }
 
     /// When timer `i` is due, if it is armed.

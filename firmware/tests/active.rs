@@ -688,6 +688,31 @@ mod await_read_response {
         assert_eq!(bench.fw.counters().read_responses_received, 0);
     }
 
+    /// The wait is the reply timeout from the RTR's ACK, not from the peer's latest ACK:
+    /// bare ACKs repeating it (window updates, a peer's keepalives) do not put the
+    /// hand-off off, or a peer acknowledging every few seconds kept the connect waiting
+    /// for good.
+    #[test]
+    fn repeated_acks_do_not_restart_the_wait() {
+        let mut bench = Bench::default();
+        let mut peer = until_read_rtr(&mut bench);
+        bench.deliver(peer.ack());
+        for _ in 0..3 {
+            bench.advance(3_000);
+            bench.deliver(peer.ack());
+            assert!(bench.out().is_empty() && bench.sent().is_empty());
+        }
+        bench.advance(999);
+        assert!(bench.out().is_empty());
+        bench.advance(1);
+        assert_eq!(
+            briefs(&bench.out()),
+            ["ConnectReply(0)"],
+            "10 s after the RTR's ACK"
+        );
+        assert!(bench.hal.flows.values().next().is_some());
+    }
+
     /// Another FPDU first (a Send): the wait ends, the FPDU is left to the peer to send
     /// again to the datapath, as early FPDUs are.
     #[test]

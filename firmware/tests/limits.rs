@@ -369,6 +369,77 @@ fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
     );
 }
 
+/// Time the host steps back (a resync of the clock `poll` is given): a timer armed
+/// after the step runs its whole timeout from there, and one armed before still fires
+/// when time reaches its deadline again, never before. Before, the wheel waited for time
+/// to come back to where it had swept to: a timer armed after the step was late by the
+/// step (a connect's SYN was not sent again for an hour).
+#[test]
+fn a_timer_armed_after_time_steps_back_runs_on_time() {
+    for back in [5_000i64, 3_600_000] {
+        let mut bench = Bench::default();
+        let t0 = bench.now_ms;
+        bench.command(connect_to_peer(4, 4, false, b""));
+        let first = bench.sent()[0].src_port;
+        bench.advance(400);
+        bench.now_ms -= back;
+        bench.poll();
+        bench.command(connect_to_peer(4, 4, false, b""));
+        let second = bench.sent()[0].src_port;
+        bench.advance(999);
+        assert!(bench.sent().is_empty(), "{back} ms back");
+        bench.advance(1);
+        let again: Vec<u16> = bench.sent().iter().map(|s| s.src_port).collect();
+        assert_eq!(again, [second], "{back} ms back: the second SYN again");
+        // The first connection's SYN, due at t0 + 1 s, goes again then (unless the
+        // second one's timeouts have run out first: 63 s).
+        bench.now_ms = t0 + 999;
+        bench.poll();
+        assert!(bench.sent().iter().all(|s| s.src_port != first));
+        bench.now_ms = t0 + 1_000;
+        bench.poll();
+        let again: Vec<u16> = bench.sent().iter().map(|s| s.src_port).collect();
+        assert_eq!(again, [first], "{back} ms back: the first SYN again");
+    }
+}
+
+/// A gap between polls longer than half the 32-bit millisecond clock (2^31 ms, 24.9
+/// days: a core halted in a debugger): every timer that fell due in it runs on the
+/// first poll after, once, and timers armed after it run on time. Before, the wheel
+/// took the new time for one before its cursor and ran no timer until the clock had
+/// gone round to it again, up to 24.9 days later; deadlines compared on the wrapping
+/// clock looked 24.9 days off.
+#[test]
+fn a_gap_of_25_days_between_polls_runs_what_fell_due() {
+    const GAP: i64 = 25 * 86_400_000;
+    let mut bench = Bench::default();
+    bench.listen(PORT, 8);
+    // A passive connection waiting for its request, an active one for its SYN-ACK.
+    let mut peer = Peer::new(40000, PORT, 1);
+    bench.deliver(peer.syn());
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.ack());
+    bench.command(connect_to_peer(4, 4, false, b""));
+    bench.out();
+    assert_eq!(kinds(&bench.sent()), ["SYN"]);
+    bench.now_ms += GAP;
+    bench.poll();
+    let mut sent = kinds_and_ports(&bench.sent());
+    sent.sort();
+    assert_eq!(
+        sent,
+        [("RST", 40000), ("SYN", PORT)],
+        "the request timeout and the SYN's retransmission, at once"
+    );
+    assert_eq!(bench.fw.counters().mpa_request_timeouts, 1);
+    assert_eq!(bench.fw.connections(), 1);
+    // The retransmitted SYN's timeout, twice the first, from the poll after the gap.
+    bench.advance(1_999);
+    assert!(bench.sent().is_empty());
+    bench.advance(1);
+    assert_eq!(kinds(&bench.sent()), ["SYN"]);
+}
+
 /// The datapath's flow table is a hash of four-way buckets: a connection whose tuple finds
 /// its bucket full cannot be carried, and the firmware has no FPDU path of its own.
 mod flow_table_full {
