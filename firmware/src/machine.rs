@@ -44,6 +44,10 @@ pub(crate) const FIRST_LISTENER_GENERATION: u16 = 2;
 /// accepted connection still waiting for its RTR completes, then raises ESTABLISHED and
 /// CLOSE ([`Owed::Established`]).
 pub(crate) const RECORDS_PER_INPUT: usize = 3;
+
+/// How often the invalid-segment ACK stamps are aged ([`Machine::age_stamps`]): 2^30 ms,
+/// 12.4 days.
+const STAMP_AGEING_PERIOD_MS: u32 = 1 << 30;
 const NO_BUFFER: u16 = u16::MAX;
 const NO_LISTENER: u8 = u8::MAX;
 /// The peer did not offer window scaling (RFC 7323: then neither side scales).
@@ -312,6 +316,8 @@ pub(crate) struct Machine<const N: usize, const B: usize> {
     pub(crate) next_listener_slot: u8,
     pub(crate) next_port: u16,
     started: bool,
+    /// When the invalid-segment ACK stamps were last aged ([`Machine::age_stamps`]).
+    stamps_aged_at: u32,
     published_at: u32,
     /// The configuration's timeouts in milliseconds, the unit of the timers.
     pub(crate) timeouts: Timeouts,
@@ -657,6 +663,9 @@ impl<const N: usize, const B: usize> Machine<N, B> {
 
     #[inline(never)]
     fn run_timers<H: Nic>(&mut self, nic: &mut H) {
+        if self.now_ms.wrapping_sub(self.stamps_aged_at) >= STAMP_AGEING_PERIOD_MS {
+            self.age_stamps();
+        }
         while nic.host_space() >= RECORDS_PER_INPUT {
             let Some(i) = self.timers.next_expired(self.now_ms) else {
                 break;
@@ -709,6 +718,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             published: Counters::ZERO,
             published_at: u32::MAX,
             started: false,
+            stamps_aged_at: 0,
             clock: Clock::NEW,
             now_ms: 0,
             timeouts: Timeouts::of(&config),
@@ -721,6 +731,24 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         if resynced {
             self.clock_resynced();
         }
+    }
+
+    /// The invalid-segment ACK stamps (`Conn::invalid_acked_at`) are millisecond times
+    /// on the 32-bit clock: left alone for 2^32 ms (49.7 days) a stamp would read as new
+    /// again and hold back an ACK. So every [`STAMP_AGEING_PERIOD_MS`] the stamps older
+    /// than the interval are brought forward to just that age, which changes no verdict
+    /// and keeps every stamp well within 2^32 ms of now. Out of line: it runs twice a
+    /// month, and from `run_timers` only, which time moving forward calls.
+    #[cold]
+    #[inline(never)]
+    fn age_stamps(&mut self) {
+        let (now, interval) = (self.now_ms, self.timeouts.invalid_ack);
+        for c in self.conns.iter_mut().filter(|c| c.state != State::Free) {
+            if now.wrapping_sub(c.invalid_acked_at) >= interval {
+                c.invalid_acked_at = now.wrapping_sub(interval);
+            }
+        }
+        self.stamps_aged_at = now;
     }
 
     /// The clock was set anew: the first poll starts the timers. Time going backwards,
@@ -739,6 +767,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
         let now = self.now_ms;
         if !self.started {
             self.started = true;
+            self.stamps_aged_at = now;
             return self.timers.start(now);
         }
         let step = self.clock.resync_step_ms();
@@ -755,6 +784,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             c.phase_deadline = moved(c.phase_deadline);
             c.invalid_acked_at = invalid_acked_at;
         }
+        self.stamps_aged_at = now;
         self.timers.restart(now, moved);
     }
 
