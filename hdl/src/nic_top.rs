@@ -134,7 +134,8 @@
 //!   and it lives in the context); ULPDUs go to the host queue, which commits each on
 //!   `mpa_rx`'s good bit; a CRC or length error sets the failed bit and raises an event;
 //! - payload entirely below `rcv_nxt` (a duplicate) or beyond it (out of order, dropped)
-//!   is answered with an ACK, and so is delivered payload;
+//!   is answered with an ACK, and so is delivered payload, and so is a segment without
+//!   payload or FIN below `rcv_nxt` (a keepalive probe; counted as a duplicate);
 //! - FIN (unless the segment was out of order) goes to the firmware (descriptor and raw
 //!   frame) after its payload.
 //!
@@ -1468,7 +1469,11 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.end_offset.d.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
         self.has_payload.d.next = self.w_payload_len.q.val() != 0;
         self.in_order.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.q.val() == 0);
-        self.duplicate.d.next = (self.w_payload_len.q.val() != 0)
+        // Payload entirely below `rcv_nxt`, or no payload and no FIN below it (a keepalive
+        // probe at `rcv_nxt` - 1, an old ACK: not acceptable, RFC 9293 §3.10.7.4): both
+        // answered with an ACK.
+        self.duplicate.d.next = ((self.w_payload_len.q.val() != 0)
+            | !self.w_seg_flags.q.val().get_bit(0))
             & self.seq_offset.q.val().get_bit(31)
             & ((self.end_offset.q.val() == 0) | self.end_offset.q.val().get_bit(31));
         self.rcv_after_payload.d.next =
@@ -2140,6 +2145,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                     } else if self.w_seg_flags.q.val().get_bit(0) {
                         self.deliver.d.next = Deliver::FirmwareStart;
                         self.front_release.next = false;
+                    } else if self.duplicate.q.val() {
+                        self.ack_pending.d.next = true;
                     }
                 }
             }

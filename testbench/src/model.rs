@@ -21,7 +21,8 @@
 //!   an FPDU must end with its segment. A CRC or length error stops the flow and is
 //!   reported to the firmware.
 //! - TCP: `snd_una` follows the peer's ACKs; each data segment is acknowledged at once;
-//!   a segment below `rcv_nxt` gets an ACK, one above it is dropped with a duplicate ACK;
+//!   a segment below `rcv_nxt` gets an ACK (one without payload too: a keepalive probe),
+//!   one above it is dropped with a duplicate ACK;
 //!   a flow write may ask for an ACK of the written `rcv_nxt` (the end of a hand-off).
 //!   No retransmission of offloaded data yet (a later milestone of the HDL too).
 //! - MPA and TCP transmit: one FPDU per segment from each host ULPDU.
@@ -266,6 +267,13 @@ impl Engine for ModelDatapath {
                 self.ack(index);
                 return;
             }
+        } else if seg.flags & net::FIN == 0 && seq_diff(seg.seq, self.flows[&index].ctx.rcv_nxt) < 0
+        {
+            // A segment without payload below `rcv_nxt` (a keepalive probe at
+            // `rcv_nxt` - 1, an old ACK) is not acceptable (RFC 9293 §3.10.7.4): an ACK
+            // answers it, or a peer's keepalive gives the connection up.
+            self.counters.duplicates += 1;
+            self.ack(index);
         }
         if seg.flags & net::FIN != 0 {
             self.steer_to_firmware(frame);

@@ -1171,6 +1171,33 @@ fn a_rewritten_flow_receives_as_a_fresh_one() {
     check_script_on_verilator("Verilator, a rewritten flow", &rewritten);
 }
 
+/// A keepalive probe (no payload, `rcv_nxt` - 1, as Linux and a Chelsio NIC send one on an
+/// idle connection) is not an acceptable segment (RFC 9293 §3.10.7.4): the datapath
+/// answers it with an ACK of `rcv_nxt`, or the peer's keepalive would give up on an idle
+/// connection. A bare ACK at `rcv_nxt` gets none; nothing reaches the firmware.
+#[test]
+fn a_keepalive_probe_is_acknowledged() {
+    let mut s = Script::new();
+    let ctx = context(6, [10, 0, 0, 2], 40_014, 0x1000, 0x2000);
+    s.push(Op::Write(ctx, FlowWrite::Install));
+    let probe = peer_frame(&ctx, TcpControl::None, 0x1FFF, Some(0x1000), 29_200, &[]);
+    let probed = s.push(Op::Net(probe));
+    assert_eq!(probed.net.len(), 1, "{probed:?}");
+    let ack = TcpSegment::parse(&probed.net[0], Checksums::Software).unwrap();
+    assert_eq!(
+        (ack.seq, ack.ack, ack.payload),
+        (0x1000, Some(0x2000), &[][..])
+    );
+    assert_eq!((probed.firmware.len(), probed.counters.duplicates), (0, 1));
+    let bare = peer_frame(&ctx, TcpControl::None, 0x2000, Some(0x1000), 29_200, &[]);
+    let quiet = s.push(Op::Net(bare));
+    assert!(
+        quiet.net.is_empty() && quiet.firmware.is_empty(),
+        "{quiet:?}"
+    );
+    check_script_on_verilator("Verilator, a keepalive probe", &s);
+}
+
 // ---------------------------------------------------------------------------------------
 // Random sequences.
 
