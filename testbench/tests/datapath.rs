@@ -1171,6 +1171,28 @@ fn a_rewritten_flow_receives_as_a_fresh_one() {
     check_script_on_verilator("Verilator, a rewritten flow", &rewritten);
 }
 
+/// `FlowEventKind::LengthError`: "an FPDU's ULPDU_Length ran beyond its segment"
+/// (spec/mpa.md: "ULPDU_Length beyond the segment" ends the stream). The context's MSS is
+/// the largest segment *towards the peer* (the firmware writes the peer's MSS, at most
+/// ours, and 536 when the peer's SYN carried none), while the peer sizes its FPDUs by the
+/// MSS we advertised: an FPDU that fits its segment is the peer's to send.
+#[test]
+fn an_fpdu_that_fits_its_segment_is_delivered_whatever_the_mss_towards_the_peer() {
+    let mut s = Script::new();
+    let mut ctx = context(5, [10, 0, 0, 2], 40_014, 0x1000, 0x2000);
+    ctx.mss = 536;
+    s.push(Op::Write(ctx, FlowWrite::Install));
+    let out = s.data(5, &[ulpdu(1000, 5)], TcpControl::Psh);
+    assert!(out.len() <= MAX_FRAME_LEN);
+    let delivered = s.expected.last().unwrap();
+    assert_eq!(
+        (delivered.host.len(), delivered.events.len()),
+        (1, 0),
+        "{delivered:?}"
+    );
+    check_script_on_verilator("Verilator, an FPDU above the MSS towards the peer", &s);
+}
+
 // ---------------------------------------------------------------------------------------
 // Random sequences.
 
