@@ -191,11 +191,19 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,173 LUT4 (54 % of the device), 10,810 FF, 43 of 56 DP16KD;
-//! **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7 with
-//! seeds 1 to 5 (mean 123.5), limited by the firmware builder's `tail_keep` (default,
-//! seeds 4 and 5), `mpa_rx`'s input word (seed 1) and the checksums' `ready_q` (seeds
-//! 2 and 3). The same logic has given three netlists as `bank_busy`'s releases were
+//! asked for 125 MHz): 13,153 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
+//! **109.3 MHz** with the default placement, 105.2 and 118.3 with seeds 1 and 2 (3 to 5
+//! not rerun), limited by paths from `mpa_rx`'s output queue (`queue_head`) and the host
+//! queue's own flags (`too_long`, `full`) into the host queue's `full`, 12–13 logic
+//! levels, 8.5–9.5 ns. That is since MPA receive's ULPDU limit became the constant
+//! [`MAX_RX_ULPDU_LEN`] (the `flow_max_ulpdu` and `max_ulpdu` registers gone: 20 LUT4 and
+//! 45 FF fewer); why yosys's mapping or the placement lands those paths so much worse has
+//! not been looked into. Before that change (its default placement measured again
+//! beside it: the same figures): 13,173 LUT4, 10,810 FF; **127.9 MHz** with the default
+//! placement, 131.0, 121.0, 129.3, 115.1 and 116.7 with seeds 1 to 5 (mean 123.5),
+//! limited by the firmware builder's `tail_keep` (default, seeds 4 and 5), `mpa_rx`'s
+//! input word (seed 1) and the checksums' `ready_q` (seeds 2 and 3). The same logic
+//! has given three netlists as `bank_busy`'s releases were
 //! written three ways: as `d.next = d.val() & ...` chains (below: 13,259 LUT4, mean
 //! 115.3; wrong on RustHDL's simulator, see there), through a local accumulator
 //! (13,390 LUT4: 109.5, 116.4, 118.4, 115.3, 113.0, 104.3, mean 112.8) and now as one
