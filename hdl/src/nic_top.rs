@@ -191,16 +191,18 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,153 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
-//! **109.3 MHz** with the default placement, 105.2 and 118.3 with seeds 1 and 2 (3 to 5
-//! not rerun), limited by paths from `mpa_rx`'s output queue (`queue_head`) and the host
-//! queue's own flags (`too_long`, `full`) into the host queue's `full`, 12–13 logic
-//! levels, 8.5–9.5 ns. That is since MPA receive's ULPDU limit became the constant
-//! [`MAX_RX_ULPDU_LEN`] (the `flow_max_ulpdu` and `max_ulpdu` registers gone: 20 LUT4 and
-//! 45 FF fewer); why yosys's mapping or the placement lands those paths so much worse has
-//! not been looked into. Before that change (its default placement measured again
-//! beside it: the same figures): 13,173 LUT4, 10,810 FF; **127.9 MHz** with the default
-//! placement, 131.0, 121.0, 129.3, 115.1 and 116.7 with seeds 1 to 5 (mean 123.5),
+//! asked for 125 MHz): 13,087 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
+//! **123.9 MHz** with the default placement, 132.8 and 124.0 with seeds 1 and 2 (3 to 5
+//! not rerun), limited by the parser's `ip_fields_ok` (default), `mpa_rx`'s final data
+//! (seed 1) and the delivery state's reach into the payload buffer (seed 2), with MPA
+//! receive's ULPDU limit the constant [`MAX_RX_ULPDU_LEN`] passed through `flow_max_ulpdu`
+//! and `max_ulpdu` (yosys folds both: 86 LUT4 and 45 FF fewer). The constant wired
+//! straight into `mpa_rx`, the same logic once folded, gave 13,153 LUT4 and 109.3, 105.2
+//! and 118.3 MHz, limited by paths from `mpa_rx`'s `queue_head` and the host queue's
+//! `too_long` and `full` into its `full`, 12–13 logic levels. Before the constant (its
+//! default placement measured again beside it: the same figures): 13,173 LUT4, 10,810
+//! FF; **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7
+//! with seeds 1 to 5 (mean 123.5),
 //! limited by the firmware builder's `tail_keep` (default, seeds 4 and 5), `mpa_rx`'s
 //! input word (seed 1) and the checksums' `ready_q` (seeds 2 and 3). The same logic
 //! has given three netlists as `bank_busy`'s releases were
@@ -865,9 +867,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// ACK at `snd_nxt`), valid in RxDecide.
     rtr_candidate: DFF<Bit>,
     rtr_take: DFF<Bit>,
-    /// The context's valid and failed bits.
+    /// The context's valid and failed bits, and the ULPDU limit (see `max_ulpdu`).
     flow_valid: DFF<Bit>,
     flow_failed: DFF<Bit>,
+    flow_max_ulpdu: DFF<Bits<16>>,
     /// In RxDecide: the sequence numbers the segment leaves.
     rx_new_seqs: Signal<Local, Bits<96>>,
     /// Counts contexts cleared after reset; `clear_index` is below the context count.
@@ -925,6 +928,13 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     descriptor_done: Signal<Local, Bit>,
     /// The frame's last beat goes to its sink this cycle.
     replay_done: Signal<Local, Bit>,
+    /// The ULPDU limit of the delivery, [`MAX_RX_ULPDU_LEN`] for every flow, loaded at
+    /// RxDecide through `flow_max_ulpdu` as the per-flow limit once was. Yosys folds both
+    /// registers into the constant; kept because the netlist it maps from this form met
+    /// timing (123.9, 132.8 and 124.0 MHz with the default placement and seeds 1 and 2),
+    /// where the literal wired into `mpa_rx` gave 109.3, 105.2 and 118.3 MHz: the same
+    /// logic, mapped and placed differently (see the timing notes above).
+    max_ulpdu: DFF<Bits<16>>,
     /// Results of a context command.
     done_q: DFF<Bit>,
     status_q: DFF<Bit>,
@@ -1100,6 +1110,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             rx_datapath,
             flow_valid,
             flow_failed,
+            flow_max_ulpdu,
             tuple_same,
             clear_index,
             clear_in_range,
@@ -1121,6 +1132,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
             replay_a_last,
             replay_b_valid,
             replay_b_last,
+            max_ulpdu,
             done_q,
             status_q,
             rd_tuple,
@@ -1517,6 +1529,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.cmd_removes_flow.d.next =
             (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51);
         self.flow_failed.d.next = self.ctx_misc.read_data.val().get_bit(50);
+        self.flow_max_ulpdu.d.next = 1458.into();
         // Flags ACK 0x10, RST 0x04, SYN 0x02: a segment with RST or SYN, or without ACK,
         // is the firmware's (RFC 9293 §3.10.7.4, RFC 5961), whole and undelivered.
         self.rx_datapath.d.next = self.ctx_misc.read_data.val().get_bit(51)
@@ -1636,9 +1649,9 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
 
         // MPA receive, reset before each segment, into the host queue.
         self.mpa_rx.reset.next = self.reset.val() | (self.deliver.q.val() == Deliver::MpaStart);
-        // The same limit for every flow, [`MAX_RX_ULPDU_LEN`] (1,458), not one from the
-        // context's MSS, which is the MSS towards the peer.
-        self.mpa_rx.max_ulpdu_len.next = 1458.into();
+        // The same limit for every flow, [`MAX_RX_ULPDU_LEN`] (1,458, see `max_ulpdu`),
+        // not one from the context's MSS, which is the MSS towards the peer.
+        self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
         self.mpa_rx.in_data.next = self.payload.read_data.val();
         self.mpa_rx.in_keep.next = 0xFF.into();
         if self.replay_b_last.q.val() {
@@ -2128,6 +2141,7 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
                 self.w_misc.d.next = self.rx_new_misc.val();
                 self.w_flags.d.next = 0x10.into();
                 self.w_len.d.next = 0.into();
+                self.max_ulpdu.d.next = self.flow_max_ulpdu.q.val();
                 self.hand_over.next = true;
                 self.control.d.next = Control::Idle;
                 // The bank is freed here unless the delivery replays the frame.
