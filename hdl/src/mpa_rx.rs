@@ -7,8 +7,10 @@
 //!
 //! The behavioural model is `ModelDatapath::deliver` in the testbench, and the reference
 //! `iwnic_proto::fpdu::Splitter`: FPDUs are delineated from ULPDU_Length; the CRC covers
-//! the length, the ULPDU and the PAD; a CRC mismatch, a ULPDU longer than the flow's
-//! limit, or an FPDU that does not end with its TCP segment fails the flow for good.
+//! the length, the ULPDU and the PAD; a CRC mismatch, a ULPDU longer than the limit
+//! (`max_ulpdu_len`; in `nic_top` the constant `MAX_RX_ULPDU_LEN`, the largest ULPDU a
+//! received segment can hold), or an FPDU that does not end with its TCP segment fails
+//! the flow for good.
 //!
 //! **Why 32-bit words, not 1–8-byte CRC widths and not a realigner**: every segment
 //! begins at byte 0 of a beat (as `tcp_rx` delivers it) and must begin and end at FPDU
@@ -108,9 +110,10 @@ use crate::crc32c::{Crc32cStep, StepWidths, CRC32C_INIT};
 ///
 /// **Input** (`in_*`): one TCP segment's payload per packet, starting at byte 0 of a
 /// beat, `keep` contiguous low bytes, 0xFF on every beat but the last; an empty segment
-/// is one beat with `keep` = 0. `max_ulpdu_len` is the flow's limit (context), held
-/// steady from the cycle before the flow's first beat is offered (a register here
-/// takes it, so its compares do not wait on the route from the source).
+/// is one beat with `keep` = 0. `max_ulpdu_len` is the ULPDU limit (`nic_top` drives
+/// it with a constant), held steady from the cycle before the flow's first beat is
+/// offered (a register here takes it, so its compares do not wait on the route from the
+/// source).
 #[derive(Clone, Debug, LogicBlock)]
 pub struct MpaRxDelineator {
     pub clock: Signal<In, Clock>,

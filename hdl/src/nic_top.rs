@@ -132,7 +132,11 @@
 //!   from the payload buffer into `mpa_rx` (reset before each segment: FPDUs never
 //!   straddle segments, so one *failed* bit per flow is all the MPA state that survives,
 //!   and it lives in the context); ULPDUs go to the host queue, which commits each on
-//!   `mpa_rx`'s good bit; a CRC or length error sets the failed bit and raises an event;
+//!   `mpa_rx`'s good bit; a CRC or length error sets the failed bit and raises an event.
+//!   A length error is an FPDU that does not end with its segment: `mpa_rx`'s ULPDU
+//!   limit is [`MAX_RX_ULPDU_LEN`] for every flow, the largest ULPDU any segment the
+//!   parser passes can hold, and not one from the context's MSS, which is the MSS
+//!   *towards* the peer (the peer sizes its FPDUs by the MSS we advertised);
 //! - payload entirely below `rcv_nxt` (a duplicate) or beyond it (out of order, dropped)
 //!   is answered with an ACK, and so is delivered payload, and so is a segment without
 //!   payload or FIN below `rcv_nxt` (a keepalive probe; counted as a duplicate);
@@ -188,11 +192,21 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,173 LUT4 (54 % of the device), 10,810 FF, 43 of 56 DP16KD;
-//! **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7 with
-//! seeds 1 to 5 (mean 123.5), limited by the firmware builder's `tail_keep` (default,
-//! seeds 4 and 5), `mpa_rx`'s input word (seed 1) and the checksums' `ready_q` (seeds
-//! 2 and 3). The same logic has given three netlists as `bank_busy`'s releases were
+//! asked for 125 MHz): 13,087 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
+//! **123.9 MHz** with the default placement, 132.8 and 124.0 with seeds 1 and 2 (3 to 5
+//! not rerun), limited by the parser's `ip_fields_ok` (default), `mpa_rx`'s final data
+//! (seed 1) and the delivery state's reach into the payload buffer (seed 2), with MPA
+//! receive's ULPDU limit the constant [`MAX_RX_ULPDU_LEN`] passed through `flow_max_ulpdu`
+//! and `max_ulpdu` (yosys folds both: 86 LUT4 and 45 FF fewer). The constant wired
+//! straight into `mpa_rx`, the same logic once folded, gave 13,153 LUT4 and 109.3, 105.2
+//! and 118.3 MHz, limited by paths from `mpa_rx`'s `queue_head` and the host queue's
+//! `too_long` and `full` into its `full`, 12–13 logic levels. Before the constant (its
+//! default placement measured again beside it: the same figures): 13,173 LUT4, 10,810
+//! FF; **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7
+//! with seeds 1 to 5 (mean 123.5),
+//! limited by the firmware builder's `tail_keep` (default, seeds 4 and 5), `mpa_rx`'s
+//! input word (seed 1) and the checksums' `ready_q` (seeds 2 and 3). The same logic
+//! has given three netlists as `bank_busy`'s releases were
 //! written three ways: as `d.next = d.val() & ...` chains (below: 13,259 LUT4, mean
 //! 115.3; wrong on RustHDL's simulator, see there), through a local accumulator
 //! (13,390 LUT4: 109.5, 116.4, 118.4, 115.3, 113.0, 104.3, mean 112.8) and now as one
@@ -288,7 +302,8 @@
 //! - `tcp_rx`'s payload window in one adder; `tx_checksum` sums the pseudo-header
 //!   from the frame's own lanes and sums and folds its fields over three cycles, no
 //!   adder behind the pop; `mpa_rx` keeps its failed state in one flip-flop; a rewritten
-//!   tuple compared in eighths; the ULPDU limit in one subtraction;
+//!   tuple compared in eighths; the ULPDU limit in one subtraction (since gone: the
+//!   limit is a constant, [`MAX_RX_ULPDU_LEN`]);
 //! - enables off the handshakes where a register's content does not matter until a
 //!   valid flag says so: `tcp_rx`'s and `tcp_tx`'s output data load whenever the
 //!   output moves, `tx_checksum`'s free queue entry on every beat, the skid registers
@@ -314,6 +329,7 @@
 //! critical path) to pick the first of these, and by nextpnr's own post-route arrival
 //! per endpoint (`scripts/slowest-endpoints.py`) for the last.
 
+use iwnic_proto::fpdu::max_ulpdu_len;
 use rust_hdl::prelude::*;
 
 use crate::block_ram::{OutputRegisteredRam, WriteRegisteredRam};
@@ -324,7 +340,7 @@ use crate::mpa_tx::MpaTxFramer;
 use crate::packet_fifo::PacketFifo;
 use crate::rtr_match::{RtrBeatMatch, RtrLength};
 use crate::skid_buffer::SkidBuffer;
-use crate::tcp_rx::TcpRxParser;
+use crate::tcp_rx::{TcpRxParser, MAX_FRAME_LEN};
 use crate::tcp_tx::SegmentBuilder;
 use crate::tx_checksum::TxChecksum;
 
@@ -348,6 +364,27 @@ pub const BANK_BITS: usize = 2;
 pub const BANKED_BUFFER_BITS: usize = FRAME_BUFFER_BITS + BANK_BITS;
 /// Beats of each of the firmware RX and host RX queues (4 KiB).
 pub const QUEUE_BITS: usize = 9;
+
+/// Longest TCP payload of a frame the receive parser passes: a [`MAX_FRAME_LEN`] frame
+/// (1,518 bytes without FCS, an IPv4 total length of at most 1,504) behind the Ethernet
+/// header and the shortest IPv4 and TCP headers (14 + 20 + 20 bytes): 1,464.
+pub const MAX_RX_PAYLOAD_LEN: usize = MAX_FRAME_LEN as usize - 14 - 20 - 20;
+
+/// The ULPDU limit of MPA receive (`mpa_rx`'s `max_ulpdu_len`), the same for every flow:
+/// the largest ULPDU whose FPDU fits [`MAX_RX_PAYLOAD_LEN`] bytes,
+/// `iwnic_proto::fpdu::max_ulpdu_len(1464)` = `((1464 - 4) & !3) - 2` = 1,458 (the CRC's 4
+/// bytes, the length field's 2, no PAD). A longer ULPDU_Length cannot end with any segment
+/// the parser passes, so the limit only raises at the FPDU's header the length error its
+/// segment's end would raise: the flow contract's length error is an FPDU running beyond
+/// its segment, whatever the flow's MSS. (The context's MSS is the MSS towards the peer,
+/// 536 when its SYN had no MSS option, while the peer sizes its FPDUs by the MSS we
+/// advertised; it bounds only what the datapath sends.) The behavioural model uses this
+/// constant. (`#[hdl_gen]` cannot read Rust constants: `update` writes 1458.)
+pub const MAX_RX_ULPDU_LEN: u16 = match max_ulpdu_len(MAX_RX_PAYLOAD_LEN) {
+    Some(len) => len as u16,
+    None => panic!("no FPDU fits the largest payload"),
+};
+const _: () = assert!(MAX_RX_ULPDU_LEN == 1458, "update writes 1458");
 
 /// `index < 2^N`, on an index one bit wider than any connection index: a comparison
 /// with a constant that depends on the block's parameter, which `#[hdl_gen]` cannot
@@ -831,7 +868,7 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// ACK at `snd_nxt`), valid in RxDecide.
     rtr_candidate: DFF<Bit>,
     rtr_take: DFF<Bit>,
-    /// The context's valid and failed bits and its flow's ULPDU limit (from the MSS).
+    /// The context's valid and failed bits, and the ULPDU limit (see `max_ulpdu`).
     flow_valid: DFF<Bit>,
     flow_failed: DFF<Bit>,
     flow_max_ulpdu: DFF<Bits<16>>,
@@ -892,7 +929,12 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     descriptor_done: Signal<Local, Bit>,
     /// The frame's last beat goes to its sink this cycle.
     replay_done: Signal<Local, Bit>,
-    /// The ULPDU limit of the flow being delivered.
+    /// The ULPDU limit of the delivery, [`MAX_RX_ULPDU_LEN`] for every flow, loaded at
+    /// RxDecide through `flow_max_ulpdu` as the per-flow limit once was. Yosys folds both
+    /// registers into the constant; kept because the netlist it maps from this form met
+    /// timing (123.9, 132.8 and 124.0 MHz with the default placement and seeds 1 and 2),
+    /// where the literal wired into `mpa_rx` gave 109.3, 105.2 and 118.3 MHz: the same
+    /// logic, mapped and placed differently (see the timing notes above).
     max_ulpdu: DFF<Bits<16>>,
     /// Results of a context command.
     done_q: DFF<Bit>,
@@ -1485,20 +1527,14 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.rx_new_seqs.next = (bit_cast::<96, 32>(self.new_snd_una.val()) << 64)
             | (bit_cast::<96, 32>(self.seq_snd_nxt.val()) << 32)
             | bit_cast::<96, 32>(self.new_rcv_nxt.val());
-        // The context's flags and the flow's ULPDU limit, registered every cycle: valid
-        // the cycle after the context is (RxDecide, CmdAct), so they select writes from
-        // a flip-flop rather than from block RAM's route.
+        // The context's flags, registered every cycle: valid the cycle after the context
+        // is (RxDecide, CmdAct), so they select writes from a flip-flop rather than from
+        // block RAM's route.
         self.flow_valid.d.next = self.ctx_misc.read_data.val().get_bit(51);
         self.cmd_removes_flow.d.next =
             (self.cmd_op.q.val() == 2) & self.ctx_misc.read_data.val().get_bit(51);
         self.flow_failed.d.next = self.ctx_misc.read_data.val().get_bit(50);
-        // `((mss - 4) & !3) - 2` for an MSS of 8 or more, as one subtraction (the low
-        // two bits do not change the first) and a test of the high bits, not a compare.
-        self.flow_max_ulpdu.d.next = 0.into();
-        if self.ctx_misc.read_data.val().get_bits::<13>(3).any() {
-            self.flow_max_ulpdu.d.next =
-                (self.ctx_misc.read_data.val().get_bits::<16>(0) & 0xFFFC) - 6;
-        }
+        self.flow_max_ulpdu.d.next = 1458.into();
         // Flags ACK 0x10, RST 0x04, SYN 0x02: a segment with RST or SYN, or without ACK,
         // is the firmware's (RFC 9293 §3.10.7.4, RFC 5961), whole and undelivered.
         self.rx_datapath.d.next = self.ctx_misc.read_data.val().get_bit(51)
@@ -1618,6 +1654,8 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
 
         // MPA receive, reset before each segment, into the host queue.
         self.mpa_rx.reset.next = self.reset.val() | (self.deliver.q.val() == Deliver::MpaStart);
+        // The same limit for every flow, [`MAX_RX_ULPDU_LEN`] (1,458, see `max_ulpdu`),
+        // not one from the context's MSS, which is the MSS towards the peer.
         self.mpa_rx.max_ulpdu_len.next = self.max_ulpdu.q.val();
         self.mpa_rx.in_data.next = self.payload.read_data.val();
         self.mpa_rx.in_keep.next = 0xFF.into();

@@ -18,8 +18,10 @@
 //!   still expecting its RTR go to the firmware; in-order payload of offloaded flows goes
 //!   to MPA receive. A FIN segment's payload is delivered first.
 //! - MPA receive: FPDUs delineated per flow across segments ([`Splitter`]), CRC32c checked;
-//!   an FPDU must end with its segment. A CRC or length error stops the flow and is
-//!   reported to the firmware.
+//!   an FPDU must end with its segment, whatever the flow's MSS (the MSS towards the
+//!   peer, which bounds only what the flow sends); the ULPDU limit is `nic_top`'s
+//!   `MAX_RX_ULPDU_LEN`, the largest ULPDU a received segment can hold. A CRC or length
+//!   error stops the flow and is reported to the firmware.
 //! - TCP: `snd_una` follows the peer's ACKs; each data segment is acknowledged at once;
 //!   a segment below `rcv_nxt` gets an ACK (one without payload too: a keepalive probe),
 //!   one above it is dropped with a duplicate ACK;
@@ -35,8 +37,8 @@ use iwnic_firmware::{
     FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple, MAX_FRAME_LEN,
 };
 use iwnic_hdl::flow_table::{self, WAYS};
-use iwnic_hdl::nic_top::{SIM_INDEX_BITS, SIM_SET_BITS};
-use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr, SplitEvent, Splitter};
+use iwnic_hdl::nic_top::{MAX_RX_ULPDU_LEN, SIM_INDEX_BITS, SIM_SET_BITS};
+use iwnic_proto::fpdu::{fpdu_len, FpduRepr, SplitEvent, Splitter};
 use iwnic_proto::net::{self, Checksums, FrameError, RxDescriptor, SegmentOut, TxDescriptor};
 use iwnic_proto::smoltcp_wire::TcpControl;
 
@@ -314,21 +316,19 @@ impl Engine for ModelDatapath {
         if usize::from(ctx.index) >> SIM_INDEX_BITS != 0 {
             return Err(FlowTableFull);
         }
-        let splitter = Splitter::new(max_ulpdu_len(usize::from(ctx.mss)).unwrap_or(0) as u16);
         match self.flows.get_mut(&ctx.index) {
-            // A rewrite (the RTR arrived) keeps the receive state, its failure (FPDUs end
-            // with their segments, so the splitter is at a boundary), under the ULPDU
-            // limit of the context as written now.
-            Some(flow) if flow.ctx.tuple == ctx.tuple => {
-                flow.ctx = *ctx;
-                flow.splitter = splitter;
-            }
+            // A rewrite (the RTR arrived) keeps the receive state: its failure (FPDUs end
+            // with their segments, so the splitter is at a boundary).
+            Some(flow) if flow.ctx.tuple == ctx.tuple => flow.ctx = *ctx,
             _ => {
                 self.flows.insert(
                     ctx.index,
                     Flow {
                         ctx: *ctx,
-                        splitter,
+                        // The receive side's ULPDU limit is `nic_top`'s, the same for
+                        // every flow: not from the context's MSS, the MSS towards the
+                        // peer, which bounds only what the flow sends.
+                        splitter: Splitter::new(MAX_RX_ULPDU_LEN),
                         ulpdu: Vec::new(),
                         failed: false,
                     },

@@ -30,6 +30,7 @@ use std::time::Instant;
 use iwnic_firmware::{
     FlowContext, FlowEvent, FlowEventKind, FlowTableFull, FlowWrite, FourTuple, MAX_FRAME_LEN,
 };
+use iwnic_hdl::nic_top::MAX_RX_ULPDU_LEN;
 use iwnic_proto::ddp::MessageRepr;
 use iwnic_proto::fpdu::{fpdu_len, max_ulpdu_len, FpduRepr};
 use iwnic_proto::mpa::RtrTypes;
@@ -1146,8 +1147,8 @@ fn a_frame_of_a_tuple_written_over_and_removed_reaches_the_firmware() {
 }
 
 /// A rewrite of a flow (same tuple) is carried from its new context, as a fresh write
-/// of that context is: the receive side's ULPDU limit follows the rewritten MSS, as in
-/// `nic_top`, which reads it from the context for every segment.
+/// of that context is, here one with another MSS (towards the peer: the receive side
+/// does not depend on it, so both deliver a ULPDU above what that MSS would send).
 #[test]
 fn a_rewritten_flow_receives_as_a_fresh_one() {
     let outcome = |rewrite: bool| {
@@ -1196,6 +1197,52 @@ fn a_keepalive_probe_is_acknowledged() {
         "{quiet:?}"
     );
     check_script_on_verilator("Verilator, a keepalive probe", &s);
+}
+
+/// `FlowEventKind::LengthError`: "an FPDU's ULPDU_Length ran beyond its segment"
+/// (spec/mpa.md: "ULPDU_Length beyond the segment" ends the stream). The context's MSS is
+/// the largest segment *towards the peer* (the firmware writes the peer's MSS, at most
+/// ours, and 536 when the peer's SYN carried none), while the peer sizes its FPDUs by the
+/// MSS we advertised: an FPDU that fits its segment is the peer's to send.
+#[test]
+fn an_fpdu_that_fits_its_segment_is_delivered_whatever_the_mss_towards_the_peer() {
+    let mut s = Script::new();
+    let mut ctx = context(5, [10, 0, 0, 2], 40_014, 0x1000, 0x2000);
+    ctx.mss = 536;
+    s.push(Op::Write(ctx, FlowWrite::Install));
+    let out = s.data(5, &[ulpdu(1000, 5)], TcpControl::Psh);
+    assert!(out.len() <= MAX_FRAME_LEN);
+    let delivered = s.expected.last().unwrap();
+    assert_eq!(
+        (delivered.host.len(), delivered.events.len()),
+        (1, 0),
+        "{delivered:?}"
+    );
+    check_script_on_verilator("Verilator, an FPDU above the MSS towards the peer", &s);
+}
+
+/// The receive side's ULPDU limit (`nic_top::MAX_RX_ULPDU_LEN`, which the model uses too)
+/// is the largest ULPDU that a frame the parser passes can hold: one FPDU of it fills a
+/// frame of `MAX_FRAME_LEN` bytes (the next ULPDU length needs 4 bytes more), and it is
+/// delivered, whatever the MSS towards the peer.
+#[test]
+fn the_largest_fpdu_a_frame_can_carry_is_delivered() {
+    let mut s = Script::new();
+    let mut ctx = context(5, [10, 0, 0, 2], 40_015, 0x1000, 0x2000);
+    ctx.mss = 536;
+    s.push(Op::Write(ctx, FlowWrite::Install));
+    let max = usize::from(MAX_RX_ULPDU_LEN);
+    let out = s.data(5, &[ulpdu(max, 6)], TcpControl::Psh);
+    assert_eq!(out.len(), MAX_FRAME_LEN);
+    let headers = out.len() - fpdu_len(max);
+    assert!(headers + fpdu_len(max + 1) > MAX_FRAME_LEN);
+    let delivered = s.expected.last().unwrap();
+    assert_eq!(
+        (delivered.host.len(), delivered.events.len()),
+        (1, 0),
+        "{delivered:?}"
+    );
+    check_script_on_verilator("Verilator, the largest FPDU a frame can carry", &s);
 }
 
 // ---------------------------------------------------------------------------------------
