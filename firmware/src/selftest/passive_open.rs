@@ -452,8 +452,9 @@ pub fn listen<const N: usize, const B: usize>(
 }
 
 /// One passive connection from SYN to ESTABLISHED, MPA v2 offering the Write and Read
-/// RTRs, the Write RTR chosen (which the datapath takes), from initiator port `port`; then released. `poll` runs
-/// the firmware (the benchmark measures just that). Checks every frame and record on the way.
+/// RTRs, the Write RTR chosen (which the datapath takes), from initiator port `port`;
+/// then released. `poll` runs the firmware (the benchmark measures just that). Checks
+/// every frame and record on the way.
 pub fn passive_setup<const N: usize, const B: usize>(
     fw: &mut Firmware<N, B>,
     nic: &mut MemoryNic,
