@@ -192,12 +192,15 @@
 //! cycle; the host input waits 8 cycles a ULPDU while the context is read).
 //!
 //! `iwnic synth --block nic_top` ([`EcpNicTop`], LFE5U-25F-6, out of context, nextpnr
-//! asked for 125 MHz): 13,087 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
-//! **123.9 MHz** with the default placement, 132.8 and 124.0 with seeds 1 and 2 (3 to 5
-//! not rerun), limited by the parser's `ip_fields_ok` (default), `mpa_rx`'s final data
-//! (seed 1) and the delivery state's reach into the payload buffer (seed 2), with MPA
-//! receive's ULPDU limit the constant [`MAX_RX_ULPDU_LEN`] passed through `flow_max_ulpdu`
-//! and `max_ulpdu` (yosys folds both: 86 LUT4 and 45 FF fewer). The constant wired
+//! asked for 125 MHz): 13,150 LUT4 (54 % of the device), 10,765 FF, 43 of 56 DP16KD;
+//! **128.7 MHz** with the default placement, 119.3 and 117.3 with seeds 1 and 2 (3 to 5
+//! not rerun), limited by the MPA slice's `skid_full` into `control` (default), the
+//! parser's `ip_fields_ok` (seed 1) and the firmware builder's `tail_keep` (seed 2).
+//! Before the keepalive ACK (`duplicate` without its payload term): 13,087 LUT4, 123.9,
+//! 132.8 and 124.0 MHz, with MPA receive's ULPDU limit the constant
+//! [`MAX_RX_ULPDU_LEN`] passed through `flow_max_ulpdu` and `max_ulpdu` (yosys folds
+//! both: 86 LUT4 and 45 FF fewer than the per-flow limit); the keepalive ACK written as
+//! its own term of `duplicate` gave 13,234 LUT4, 110.8 and 119.0 MHz. The constant wired
 //! straight into `mpa_rx`, the same logic once folded, gave 13,153 LUT4 and 109.3, 105.2
 //! and 118.3 MHz, limited by paths from `mpa_rx`'s `queue_head` and the host queue's
 //! `too_long` and `full` into its `full`, 12–13 logic levels. Before the constant (its
@@ -932,9 +935,10 @@ pub struct NicTop<const SET_BITS: usize, const INDEX_BITS: usize> {
     /// The ULPDU limit of the delivery, [`MAX_RX_ULPDU_LEN`] for every flow, loaded at
     /// RxDecide through `flow_max_ulpdu` as the per-flow limit once was. Yosys folds both
     /// registers into the constant; kept because the netlist it maps from this form met
-    /// timing (123.9, 132.8 and 124.0 MHz with the default placement and seeds 1 and 2),
-    /// where the literal wired into `mpa_rx` gave 109.3, 105.2 and 118.3 MHz: the same
-    /// logic, mapped and placed differently (see the timing notes above).
+    /// timing (123.9, 132.8 and 124.0 MHz with the default placement and seeds 1 and 2,
+    /// before the keepalive ACK), where the literal wired into `mpa_rx` gave 109.3, 105.2
+    /// and 118.3 MHz: the same logic, mapped and placed differently (see the timing notes
+    /// above).
     max_ulpdu: DFF<Bits<16>>,
     /// Results of a context command.
     done_q: DFF<Bit>,
@@ -1511,12 +1515,10 @@ impl<const SET_BITS: usize, const INDEX_BITS: usize> Logic for NicTop<SET_BITS, 
         self.end_offset.d.next = self.w_seq_end.q.val() - self.seq_rcv_nxt.val();
         self.has_payload.d.next = self.w_payload_len.q.val() != 0;
         self.in_order.d.next = (self.w_payload_len.q.val() != 0) & (self.seq_offset.q.val() == 0);
-        // Payload entirely below `rcv_nxt`, or no payload and no FIN below it (a keepalive
-        // probe at `rcv_nxt` - 1, an old ACK: not acceptable, RFC 9293 §3.10.7.4): both
-        // answered with an ACK.
-        self.duplicate.d.next = ((self.w_payload_len.q.val() != 0)
-            | !self.w_seg_flags.q.val().get_bit(0))
-            & self.seq_offset.q.val().get_bit(31)
+        // A segment entirely below `rcv_nxt`: payload the flow has, or none (a keepalive
+        // probe at `rcv_nxt` - 1, an old ACK: not acceptable, RFC 9293 §3.10.7.4). Either
+        // is answered with an ACK, unless a FIN sends it to the firmware.
+        self.duplicate.d.next = self.seq_offset.q.val().get_bit(31)
             & ((self.end_offset.q.val() == 0) | self.end_offset.q.val().get_bit(31));
         self.rcv_after_payload.d.next =
             self.seq_rcv_nxt.val() + bit_cast::<32, 16>(self.w_payload_len.q.val());

@@ -30,7 +30,8 @@ pub struct DatapathCounters {
     pub to_firmware: u64,
     /// Segments of offloaded flows beyond `rcv_nxt` (dropped, duplicate ACK sent).
     pub out_of_order: u64,
-    /// Segments entirely below `rcv_nxt` (answered with an ACK).
+    /// Segments entirely below `rcv_nxt`, with payload or without (a keepalive probe): answered
+    /// with an ACK, unless they carry FIN (then they go to the firmware).
     pub duplicates: u64,
     pub acks_sent: u64,
     pub fpdus_in: u64,

@@ -269,13 +269,15 @@ impl Engine for ModelDatapath {
                 self.ack(index);
                 return;
             }
-        } else if seg.flags & net::FIN == 0 && seq_diff(seg.seq, self.flows[&index].ctx.rcv_nxt) < 0
-        {
+        } else if seq_diff(seg.seq, self.flows[&index].ctx.rcv_nxt) < 0 {
             // A segment without payload below `rcv_nxt` (a keepalive probe at
             // `rcv_nxt` - 1, an old ACK) is not acceptable (RFC 9293 §3.10.7.4): an ACK
-            // answers it, or a peer's keepalive gives the connection up.
+            // answers it, or a peer's keepalive gives the connection up; with FIN it is
+            // the firmware's (below).
             self.counters.duplicates += 1;
-            self.ack(index);
+            if seg.flags & net::FIN == 0 {
+                self.ack(index);
+            }
         }
         if seg.flags & net::FIN != 0 {
             self.steer_to_firmware(frame);
