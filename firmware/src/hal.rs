@@ -136,7 +136,9 @@ impl Hasher for WordHasher {
 /// - frames with FIN, RST or SYN or without ACK go to the firmware RX queue; a FIN
 ///   segment's in-order payload is delivered first and `rcv_nxt` advanced (not one with
 ///   RST or SYN or without ACK: the firmware takes those whole, RFC 9293 §3.10.7.4,
-///   RFC 5961);
+///   RFC 5961); a FIN segment with payload out of order (beyond `rcv_nxt`, or only
+///   partly below it) is dropped with a duplicate ACK like any segment out of order, and
+///   the peer sends it again;
 /// - a segment with data the flow already received is answered with an ACK of `rcv_nxt`
 ///   (the peer's firmware may be retransmitting its RTR because our ACK was lost);
 /// - `snd_una` follows the peer's ACKs;

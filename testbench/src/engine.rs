@@ -72,8 +72,11 @@ pub trait Engine: Send {
     fn remove_flow(&mut self, index: u16);
     fn flow_event(&mut self) -> Option<FlowEvent>;
 
-    /// A ULPDU from the host for connection `index`; `false` if refused.
-    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]) -> bool;
+    /// A ULPDU from the host for connection `index`. One the datapath cannot send (no
+    /// flow in FPDU mode, a failed flow, an FPDU beyond the MSS towards the peer) is
+    /// dropped and counted (`host_ulpdus_refused`): `nic_top` decides that when the ULPDU
+    /// reaches its controller, after this returns, so there is no answer here.
+    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]);
     /// The next ULPDU received for the host.
     fn host_receive(&mut self) -> Option<(u16, Vec<u8>)>;
 

@@ -358,20 +358,20 @@ impl Engine for ModelDatapath {
         self.events.pop_front()
     }
 
-    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]) -> bool {
+    fn host_transmit(&mut self, index: u16, ulpdu: &[u8]) {
         let Some(flow) = self.flows.get_mut(&index) else {
             self.counters.host_ulpdus_refused += 1;
-            return false;
+            return;
         };
         let len = fpdu_len(ulpdu.len());
         if flow.ctx.rtr_expected || flow.failed || len > usize::from(flow.ctx.mss) {
             self.counters.host_ulpdus_refused += 1;
-            return false;
+            return;
         }
         let mut fpdu = vec![0u8; len];
         if (FpduRepr { ulpdu }).emit(&mut fpdu).is_err() {
             self.counters.host_ulpdus_refused += 1;
-            return false;
+            return;
         }
         let segment = Self::segment(&flow.ctx, TcpControl::Psh);
         flow.ctx.snd_nxt = flow.ctx.snd_nxt.wrapping_add(len as u32);
@@ -380,11 +380,10 @@ impl Engine for ModelDatapath {
             .emit(&fpdu, &mut frame, Checksums::Software)
             .is_err()
         {
-            return false;
+            return;
         }
         self.counters.fpdus_out += 1;
         self.send(frame);
-        true
     }
 
     fn host_receive(&mut self) -> Option<(u16, Vec<u8>)> {

@@ -153,9 +153,7 @@ fn apply(engine: &mut impl Engine, op: &Op) -> Answer {
         Op::Net(frame) => engine.net_receive(frame),
         Op::NetBurst(frames) => frames.iter().for_each(|frame| engine.net_receive(frame)),
         Op::Firmware(frame) => engine.firmware_transmit(frame),
-        Op::Host(index, ulpdu) => {
-            engine.host_transmit(*index, ulpdu);
-        }
+        Op::Host(index, ulpdu) => engine.host_transmit(*index, ulpdu),
     }
     Answer::Nothing
 }
