@@ -179,53 +179,50 @@ fn clamp(ours: u16, theirs: u16) -> u16 {
 /// The accepting reply to a judged request, with our IRD/ORD: our ORD is relaxed to the
 /// initiator's IRD (RFC 6581 lets the responder clamp instead of failing).
 pub(crate) fn accept<'a>(
-    mut neg: Negotiation,
+    neg: Negotiation,
     ird: u16,
     ord: u16,
     private_data: &'a [u8],
 ) -> (FrameRepr<'a>, Negotiation) {
-    neg.ird = ird;
-    neg.ord = clamp(ord, neg.peer_ird);
-    // Exactly one type in peer-to-peer mode; none without it (the bits mean nothing
-    // then, and an agreeing reply sets no type it will not send).
-    neg.rtr = match neg.peer_to_peer {
-        true => choose_rtr(neg.rtr),
-        false => RtrTypes::NONE,
-    };
-    // The initiator's Read RTR is an RDMA Read Request to us: it needs an IRD of 1 at
-    // least (as the kernel's cxgb4 raises it).
-    if neg.rtr == RtrTypes::READ && neg.ird == 0 {
-        neg.ird = 1;
-    }
+    let neg = answered(&neg, ird, clamp(ord, neg.peer_ird));
     (frame(FrameKind::Accept, &neg, private_data), neg)
 }
 
-/// A rejecting reply: the revision of the request and, to an enhanced request, a v2
-/// block that reads as an accept's would: the peer-to-peer bit with the one RTR type we
-/// would have chosen, and the initiator's IRD and ORD crossed (our IRD its ORD, our ORD
-/// its IRD), as siw's reject carries. irdma's initiator judges the block of every
-/// revision-2 reply before it looks at R (`irdma_negotiate_mpa_v2_ird_ord`): without an
-/// RTR type, or with an ORD above its IRD, it resets the connection instead of reporting
-/// the reject and its private data.
+/// A rejecting reply: the revision of the request and, to an enhanced request, the v2
+/// block an accept would carry, with the initiator's IRD and ORD crossed (our IRD its
+/// ORD, our ORD its IRD), as siw's reject carries. irdma's initiator judges the block of
+/// every revision-2 reply before it looks at R (`irdma_negotiate_mpa_v2_ird_ord`):
+/// without an RTR type, or with an ORD above its IRD, it resets the connection instead
+/// of reporting the reject and its private data.
 pub(crate) fn reject<'a>(neg: &Negotiation, private_data: &'a [u8]) -> FrameRepr<'a> {
+    let answered = Negotiation {
+        revision: neg.revision.clamp(1, 2),
+        ..answered(neg, neg.peer_ord, neg.peer_ird)
+    };
+    frame(FrameKind::Reject, &answered, private_data)
+}
+
+/// The block a reply to the request `neg` carries, with our `ird` and `ord`: exactly
+/// one RTR type in peer-to-peer mode, none without it (the bits mean nothing then, and
+/// a reply sets no type it will not send). The initiator's Read RTR is an RDMA Read
+/// Request to us: it needs an IRD of 1 at least (as the kernel's cxgb4 raises it).
+fn answered(neg: &Negotiation, ird: u16, ord: u16) -> Negotiation {
     let rtr = if neg.peer_to_peer {
         choose_rtr(neg.rtr)
     } else {
         RtrTypes::NONE
     };
-    // A Read RTR needs an IRD of 1 at least, as in an accept (irdma checks it).
-    let ird = match (rtr, neg.peer_ord) {
-        (RtrTypes::READ, 0) => 1,
-        (_, ord) => ord,
+    let ird = if rtr == RtrTypes::READ && ird == 0 {
+        1
+    } else {
+        ird
     };
-    let answered = Negotiation {
-        revision: neg.revision.clamp(1, 2),
+    Negotiation {
         rtr,
         ird,
-        ord: neg.peer_ird,
+        ord,
         ..*neg
-    };
-    frame(FrameKind::Reject, &answered, private_data)
+    }
 }
 
 /// The initiator's verdict on a reply.
