@@ -206,11 +206,10 @@
 //! `too_long` and `full` into its `full`, 12–13 logic levels. Before the constant (its
 //! default placement measured again beside it: the same figures): 13,173 LUT4, 10,810
 //! FF; **127.9 MHz** with the default placement, 131.0, 121.0, 129.3, 115.1 and 116.7
-//! with seeds 1 to 5 (mean 123.5),
-//! limited by the firmware builder's `tail_keep` (default, seeds 4 and 5), `mpa_rx`'s
-//! input word (seed 1) and the checksums' `ready_q` (seeds 2 and 3). The same logic
-//! has given three netlists as `bank_busy`'s releases were
-//! written three ways: as `d.next = d.val() & ...` chains (below: 13,259 LUT4, mean
+//! with seeds 1 to 5 (mean 123.5), limited by the firmware builder's `tail_keep`
+//! (default, seeds 4 and 5), `mpa_rx`'s input word (seed 1) and the checksums'
+//! `ready_q` (seeds 2 and 3). The same logic has given three netlists as `bank_busy`'s
+//! releases were written three ways: as `d.next = d.val() & ...` chains (below: 13,259 LUT4, mean
 //! 115.3; wrong on RustHDL's simulator, see there), through a local accumulator
 //! (13,390 LUT4: 109.5, 116.4, 118.4, 115.3, 113.0, 104.3, mean 112.8) and now as one
 //! released mask (`bank_release`). The ~10 MHz between them is yosys's mapping and

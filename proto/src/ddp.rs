@@ -221,13 +221,13 @@ fn prefix_len<const N: usize>(bytes: &[u8], want: &[u8; N]) -> Option<usize> {
     equals_constant(bytes.first_chunk()?, want).then_some(N)
 }
 
+/// Bytes of a zero-length Read Response's FPDU.
+pub const ZERO_LENGTH_READ_RESPONSE_FPDU_LEN: usize = fpdu_len(TAGGED_HEADER_LEN);
+
 // The RTR messages of `MessageRepr::rtr`, byte for byte (a test holds them to its
 // emit): DDP control (last, version 1, tagged for the Write), RDMAP control (version 1,
 // opcode), then the header fields: zero STag and offsets, untagged QN by opcode and
 // MSN 1, and for the Read Request a zero-length read of zero STags.
-/// Bytes of a zero-length Read Response's FPDU.
-pub const ZERO_LENGTH_READ_RESPONSE_FPDU_LEN: usize = fpdu_len(TAGGED_HEADER_LEN);
-
 const RTR_FPDU_SEND: [u8; fpdu_len(UNTAGGED_HEADER_LEN)] = framed(&[
     CTRL_LAST | DDP_VERSION,
     RDMAP_VERSION << RDMAP_VERSION_SHIFT | Opcode::Send as u8,

@@ -251,33 +251,27 @@ impl Engine for ModelDatapath {
             ctx.snd_una = seg.ack;
         }
         ctx.peer_window = seg.window;
+        let offset = seq_diff(seg.seq, ctx.rcv_nxt);
+        // Entirely below `rcv_nxt`: payload the flow has, or none (a keepalive probe at
+        // `rcv_nxt` - 1, an old ACK: not acceptable, RFC 9293 §3.10.7.4). Either gets an
+        // ACK, or a peer's keepalive gives the connection up; a bare FIN is the
+        // firmware's (below).
+        let duplicate =
+            offset < 0 && seq_diff(seg.seq.wrapping_add(payload.len() as u32), ctx.rcv_nxt) <= 0;
+        if duplicate {
+            self.counters.duplicates += 1;
+        }
         if !payload.is_empty() {
-            let offset = seq_diff(seg.seq, flow.ctx.rcv_nxt);
             if offset == 0 {
                 self.deliver(index, payload);
-                self.ack(index);
-            } else if offset < 0
-                && seq_diff(
-                    seg.seq.wrapping_add(payload.len() as u32),
-                    self.flows[&index].ctx.rcv_nxt,
-                ) <= 0
-            {
-                self.counters.duplicates += 1;
-                self.ack(index);
-            } else {
+            } else if !duplicate {
                 self.counters.out_of_order += 1;
                 self.ack(index);
                 return;
             }
-        } else if seq_diff(seg.seq, self.flows[&index].ctx.rcv_nxt) < 0 {
-            // A segment without payload below `rcv_nxt` (a keepalive probe at
-            // `rcv_nxt` - 1, an old ACK) is not acceptable (RFC 9293 §3.10.7.4): an ACK
-            // answers it, or a peer's keepalive gives the connection up; with FIN it is
-            // the firmware's (below).
-            self.counters.duplicates += 1;
-            if seg.flags & net::FIN == 0 {
-                self.ack(index);
-            }
+            self.ack(index);
+        } else if duplicate && seg.flags & net::FIN == 0 {
+            self.ack(index);
         }
         if seg.flags & net::FIN != 0 {
             self.steer_to_firmware(frame);
