@@ -1204,18 +1204,8 @@ fn a_keepalive_probe_is_acknowledged() {
 /// MSS we advertised: an FPDU that fits its segment is the peer's to send.
 #[test]
 fn an_fpdu_that_fits_its_segment_is_delivered_whatever_the_mss_towards_the_peer() {
-    let mut s = Script::new();
-    let mut ctx = context(5, [10, 0, 0, 2], 40_014, 0x1000, 0x2000);
-    ctx.mss = 536;
-    s.push(Op::Write(ctx, FlowWrite::Install));
-    let out = s.data(5, &[ulpdu(1000, 5)], TcpControl::Psh);
-    assert!(out.len() <= MAX_FRAME_LEN);
-    let delivered = s.expected.last().unwrap();
-    assert_eq!(
-        (delivered.host.len(), delivered.events.len()),
-        (1, 0),
-        "{delivered:?}"
-    );
+    let (s, frame_len) = delivered_to_a_flow_of_mss_536(40_014, 1000, 5);
+    assert!(frame_len <= MAX_FRAME_LEN);
     check_script_on_verilator("Verilator, an FPDU above the MSS towards the peer", &s);
 }
 
@@ -1225,22 +1215,29 @@ fn an_fpdu_that_fits_its_segment_is_delivered_whatever_the_mss_towards_the_peer(
 /// delivered, whatever the MSS towards the peer.
 #[test]
 fn the_largest_fpdu_a_frame_can_carry_is_delivered() {
+    let max = usize::from(MAX_RX_ULPDU_LEN);
+    let (s, frame_len) = delivered_to_a_flow_of_mss_536(40_015, max, 6);
+    assert_eq!(frame_len, MAX_FRAME_LEN);
+    let headers = frame_len - fpdu_len(max);
+    assert!(headers + fpdu_len(max + 1) > MAX_FRAME_LEN);
+    check_script_on_verilator("Verilator, the largest FPDU a frame can carry", &s);
+}
+
+/// A flow whose MSS towards the peer is 536 receives one FPDU of a `len`-byte ULPDU from
+/// `port`; the model delivers it and reports nothing. The script, and the frame's length.
+fn delivered_to_a_flow_of_mss_536(port: u16, len: usize, salt: u8) -> (Script, usize) {
     let mut s = Script::new();
-    let mut ctx = context(5, [10, 0, 0, 2], 40_015, 0x1000, 0x2000);
+    let mut ctx = context(5, [10, 0, 0, 2], port, 0x1000, 0x2000);
     ctx.mss = 536;
     s.push(Op::Write(ctx, FlowWrite::Install));
-    let max = usize::from(MAX_RX_ULPDU_LEN);
-    let out = s.data(5, &[ulpdu(max, 6)], TcpControl::Psh);
-    assert_eq!(out.len(), MAX_FRAME_LEN);
-    let headers = out.len() - fpdu_len(max);
-    assert!(headers + fpdu_len(max + 1) > MAX_FRAME_LEN);
+    let frame_len = s.data(5, &[ulpdu(len, salt)], TcpControl::Psh).len();
     let delivered = s.expected.last().unwrap();
     assert_eq!(
         (delivered.host.len(), delivered.events.len()),
         (1, 0),
         "{delivered:?}"
     );
-    check_script_on_verilator("Verilator, the largest FPDU a frame can carry", &s);
+    (s, frame_len)
 }
 
 // ---------------------------------------------------------------------------------------
