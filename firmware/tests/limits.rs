@@ -335,11 +335,7 @@ fn the_millisecond_clock_matches_exact_division_at_any_poll_times() {
     // A connection timing out at exactly 5 s after the handshake, polled at odd
     // intervals (sub-millisecond steps, jumps, time going backwards and forwards again).
     let mut bench = Bench::default();
-    bench.listen(PORT, 8);
-    let mut peer = Peer::new(40000, PORT, 1);
-    bench.deliver(peer.syn());
-    peer.saw_all(&bench.sent());
-    bench.deliver(peer.ack());
+    handshake(&mut bench);
     let start_us = bench.now_ms * 1000;
     let poll_at = |bench: &mut Bench, us: i64| {
         bench
@@ -413,12 +409,8 @@ fn a_timer_armed_after_time_steps_back_runs_on_time() {
 fn a_gap_of_25_days_between_polls_runs_what_fell_due() {
     const GAP: i64 = 25 * 86_400_000;
     let mut bench = Bench::default();
-    bench.listen(PORT, 8);
     // A passive connection waiting for its request, an active one for its SYN-ACK.
-    let mut peer = Peer::new(40000, PORT, 1);
-    bench.deliver(peer.syn());
-    peer.saw_all(&bench.sent());
-    bench.deliver(peer.ack());
+    handshake(&mut bench);
     bench.command(connect_to_peer(4, 4, false, b""));
     bench.out();
     assert_eq!(kinds(&bench.sent()), ["SYN"]);

@@ -1379,16 +1379,6 @@ mod await_request {
         assert_eq!(bench.fw.connections(), 1, "the connection stays");
     }
 
-    fn handshake(bench: &mut Bench) -> Peer {
-        bench.listen(PORT, 8);
-        let mut peer = Peer::new(40000, PORT, 5);
-        bench.deliver(peer.syn());
-        peer.saw_all(&bench.sent());
-        bench.deliver(peer.ack());
-        assert!(bench.sent().is_empty());
-        peer
-    }
-
     #[test]
     fn a_request_one_byte_at_a_time() {
         let mut bench = Bench::default();

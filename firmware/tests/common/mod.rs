@@ -732,6 +732,18 @@ pub fn request_from<const N: usize, const B: usize>(
     (peer, sent, out)
 }
 
+/// Listen on `PORT`; a peer from port 40000 completes the handshake (nothing answers its
+/// ACK) and waits to send its MPA request.
+pub fn handshake(bench: &mut Bench) -> Peer {
+    bench.listen(PORT, 8);
+    let mut peer = Peer::new(40000, PORT, 5);
+    bench.deliver(peer.syn());
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.ack());
+    assert!(bench.sent().is_empty());
+    peer
+}
+
 /// An accept of `conn` with IRD and ORD 8 and no private data.
 pub fn accept_command(conn: u32) -> Command<'static> {
     Command::Accept {
