@@ -17,12 +17,17 @@ bench=$(cargo bench -p iwnic-firmware --bench setup --no-run --message-format=js
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 connections=1000
 out=$(mktemp)
-IWNIC_BENCH_CONNECTIONS=$connections valgrind --tool=callgrind --callgrind-out-file="$out" \
-    --toggle-collect='*Firmware*poll*' "$bench" >/dev/null 2>&1
-# Ten rounds ran (two checksum modes x five); the total covers all of them.
-total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+# One run per regime of the bench (IWNIC_BENCH_REGIME: that regime's round, once).
+label=("checksums in the datapath, 1 at a time"
+    "received checksums checked in firmware too, 1 at a time"
+    "checksums in the datapath, 8 side by side")
+for regime in 0 1 2; do
+    IWNIC_BENCH_REGIME=$regime IWNIC_BENCH_CONNECTIONS=$connections valgrind --tool=callgrind \
+        --callgrind-out-file="$out" --toggle-collect='*Firmware*poll*' "$bench" >/dev/null 2>&1
+    total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+    echo "  ${label[$regime]}: $((total / connections)) host instructions per setup and release ($connections connections)"
+done
 rm -f "$out"
-echo "  $((total / (connections * 10))) host instructions per setup and release (both checksum modes averaged, $connections x 10 connections)"
 
 echo "== RISC-V instructions (QEMU, minstret)"
 scripts/riscv-firmware.sh | grep -E '^bench|sections'

@@ -7,6 +7,8 @@
 #   3. the host-driver contract suite and the sim scenario again, unchanged, on the
 #      Verilated nic_top, and a short part of it on RustHDL's simulator
 #   4. scripts/riscv-firmware.sh: the firmware built for riscv32imac, self-tests under QEMU
+#   5. the firmware's setup benchmark, briefly: it checks every setup it times, and a bench
+#      nothing runs breaks unseen (this one did); its figures are printed, not judged
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
@@ -35,5 +37,8 @@ IWNIC_ENGINE=rusthdl cargo test -p iwnic-testbench --locked --test setup \
 
 step "firmware on riscv32imac under QEMU"
 scripts/riscv-firmware.sh
+
+step "the firmware setup benchmark, 200 setups a round (figures not judged)"
+IWNIC_BENCH_CONNECTIONS=200 cargo bench -p iwnic-firmware --locked --bench setup
 
 printf '\n==== all iwnic tests passed\n'

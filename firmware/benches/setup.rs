@@ -2,34 +2,68 @@
 //! the Write RTR, accept from the host), and the table's memory per connection.
 //!
 //! `cargo bench -p iwnic-firmware --bench setup` prints nanoseconds per setup (median of
-//! five rounds) for checksums done in firmware and in the datapath. Host instructions per
-//! setup: `scripts/bench-firmware.sh` runs this binary under callgrind, counting only
-//! `Firmware::poll`; RISC-V instructions: `scripts/riscv-firmware.sh` (QEMU, `minstret`).
+//! five rounds) in the three regimes the on-target benchmark measures: one setup at a time
+//! with checksums in the datapath, the same with received checksums checked in firmware
+//! too, and [`MAX_SIDE_BY_SIDE`] setups side by side. Host instructions per setup:
+//! `scripts/bench-firmware.sh` runs this binary under callgrind, one regime at a time
+//! (`IWNIC_BENCH_REGIME=0|1|2`: that regime once), counting only `Firmware::poll`;
+//! RISC-V instructions: `scripts/riscv-firmware.sh` (QEMU, `minstret`).
 //! `IWNIC_BENCH_CONNECTIONS` sets the setups per round (default 20,000).
+//!
+//! The firmware and its in-memory NIC are the on-target benchmark's (`MemoryFirmware`):
+//! the NIC has a flow context for each of its entries, and no more.
 
 use std::time::Instant;
 
-use iwnic_firmware::selftest::passive_open::{config, listen, passive_setup, MemoryNic};
+use iwnic_firmware::selftest::passive_open::{
+    config, listen, passive_setups, MemoryFirmware, MemoryNic, MAX_SIDE_BY_SIDE,
+};
 use iwnic_firmware::{Firmware, CONNECTION_ENTRY_BYTES};
 use iwnic_proto::net::Checksums;
 
-type Fw = Firmware<1024, 16>;
+/// A way of setting up connections: the checksum mode and how many at a time.
+struct Regime {
+    checksums: Checksums,
+    at_once: usize,
+    label: &'static str,
+}
 
-fn round(checksums: Checksums, connections: u32) -> f64 {
-    let mut fw: Box<Fw> = Box::new(Fw::new(config(checksums)));
+const REGIMES: [Regime; 3] = [
+    Regime {
+        checksums: Checksums::Offloaded,
+        at_once: 1,
+        label: "checksums in the datapath, 1 at a time",
+    },
+    Regime {
+        checksums: Checksums::Software,
+        at_once: 1,
+        label: "received checksums checked in firmware too, 1 at a time",
+    },
+    Regime {
+        checksums: Checksums::Offloaded,
+        at_once: MAX_SIDE_BY_SIDE,
+        label: "checksums in the datapath, 8 side by side",
+    },
+];
+
+/// Nanoseconds per setup over `connections` setups (rounded down to whole groups).
+fn round(regime: &Regime, connections: u32) -> f64 {
+    let mut fw = Box::new(MemoryFirmware::new(config(regime.checksums)));
     let mut nic = MemoryNic::default();
     listen(&mut fw, &mut nic).expect("listen");
+    let groups = (connections as usize / regime.at_once).max(1);
     let mut spent = std::time::Duration::ZERO;
-    for k in 0..connections {
-        let port = 1024 + (k % 60_000) as u16;
-        passive_setup(&mut fw, &mut nic, port, |fw, nic| {
+    for k in 0..groups {
+        // Released with an RST, so a port may come again (no TIME_WAIT).
+        let first_port = 1024 + ((k * regime.at_once) % 60_000) as u16;
+        passive_setups(&mut fw, &mut nic, first_port, regime.at_once, |fw, nic| {
             let start = Instant::now();
             fw.poll(nic, smoltcp::time::Instant::from_millis(0));
             spent += start.elapsed();
         })
         .expect("setup");
     }
-    spent.as_nanos() as f64 / f64::from(connections)
+    spent.as_nanos() as f64 / (groups * regime.at_once) as f64
 }
 
 fn main() {
@@ -37,19 +71,24 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
+    if let Some(regime) = std::env::var("IWNIC_BENCH_REGIME")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let regime = REGIMES
+            .get(regime)
+            .expect("IWNIC_BENCH_REGIME is 0, 1 or 2");
+        round(regime, connections);
+        return;
+    }
     println!("firmware passive setup, {connections} connections per round, firmware poll only");
-    for (checksums, label) in [
-        (Checksums::Offloaded, "checksums in the datapath"),
-        (
-            Checksums::Software,
-            "received checksums checked in firmware too",
-        ),
-    ] {
-        let mut rounds: Vec<f64> = (0..5).map(|_| round(checksums, connections)).collect();
+    for regime in &REGIMES {
+        let mut rounds: Vec<f64> = (0..5).map(|_| round(regime, connections)).collect();
         rounds.sort_by(f64::total_cmp);
         let median = rounds[2];
         println!(
-            "  {label:44} {median:8.0} ns per setup (rounds {:.0}..{:.0}), {:.0} setups/s",
+            "  {:56} {median:6.0} ns per setup (rounds {:.0}..{:.0}), {:.0} setups/s",
+            regime.label,
             rounds[0],
             rounds[4],
             1e9 / median
@@ -57,9 +96,13 @@ fn main() {
     }
     const N: usize = 65_536;
     let bytes = std::mem::size_of::<Firmware<N, 64>>();
-    println!("  connection entry           {CONNECTION_ENTRY_BYTES:8} bytes");
     println!(
-        "  per connection, all tables {:8} bytes (Firmware<65536, 64>: {bytes} bytes)",
+        "  {:56} {CONNECTION_ENTRY_BYTES:6} bytes",
+        "connection entry"
+    );
+    println!(
+        "  {:56} {:6} bytes (Firmware<65536, 64>: {bytes} bytes)",
+        "per connection, all tables",
         bytes / N
     );
 }
