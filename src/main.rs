@@ -117,7 +117,10 @@ struct SimArgs {
     /// MPA CRC can tell): the receiver sends a Terminate and resets the connection.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     corrupt: f64,
-    /// Seed of the link's faults.
+    /// Seed of the link's faults: the frames the link carries, in the order it carries
+    /// them (both directions), meet the same faults. The host drivers and their
+    /// applications run in real time beside the simulation, so the frames' order, and
+    /// with it the run, can still differ between two runs with one seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Capture of both directions of the link.

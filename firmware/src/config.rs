@@ -83,11 +83,25 @@ impl Config {
     /// the first timeout `rto_initial`, each retransmission's twice the last, at most
     /// `rto_max`, and the attempt given up when the last retransmission's runs out.
     pub fn syn_timeout(&self) -> Duration {
+        self.retransmissions_span(self.syn_retries)
+    }
+
+    /// The longest a connection keeps sending a FIN (or MPA bytes) that goes
+    /// unacknowledged before it gives up with -ETIMEDOUT: `data_retries` retransmissions
+    /// on the schedule of [`Config::syn_timeout`]. The first timeout is the one the
+    /// handshake measured, at most `rto_initial`, so most connections give up sooner.
+    pub fn data_timeout(&self) -> Duration {
+        self.retransmissions_span(self.data_retries)
+    }
+
+    /// A send and `retries` retransmissions, from `rto_initial` doubling up to `rto_max`,
+    /// until the last one's timeout runs out.
+    fn retransmissions_span(&self, retries: u8) -> Duration {
         // The firmware's own figures: `Timeouts` keeps them in 16-bit milliseconds.
         let t = crate::machine::Timeouts::of(self);
         let mut rto = u64::from(t.rto_initial);
         let mut total = 0;
-        for _ in 0..=self.syn_retries {
+        for _ in 0..=retries {
             total += rto;
             rto = (rto * 2).min(u64::from(t.rto_max));
         }

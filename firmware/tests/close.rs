@@ -385,7 +385,8 @@ mod closing {
         bench.out();
         let fin = bench.sent();
         let mut fins = 0;
-        for _ in 0..600 {
+        let mut given_up_at = None;
+        for second in 1..=600 {
             bench.advance(1_000);
             for s in bench.sent() {
                 if s.kind() == "FIN" {
@@ -393,9 +394,21 @@ mod closing {
                     fins += 1;
                 }
             }
+            let out = bench.out();
+            if !out.is_empty() {
+                assert_eq!(briefs(&out), [format!("Close({})", -ETIMEDOUT)]);
+                given_up_at = Some(second * 1_000);
+            }
         }
         assert_eq!(fins, 8, "data_retries");
-        assert_eq!(briefs(&bench.out()), [format!("Close({})", -ETIMEDOUT)]);
+        // From the handshake's 200 ms (its floor): 0.2 × (2^9 − 1) s. Config::data_timeout
+        // bounds it from rto_initial (243 s with the defaults).
+        assert_eq!(
+            given_up_at,
+            Some(103_000),
+            "102.2 s, seen at the next whole second"
+        );
+        assert_eq!(bench.fw.config().data_timeout().total_millis(), 243_000);
         assert_eq!(bench.fw.connections(), 0);
     }
 

@@ -42,7 +42,8 @@ pub struct Scenario {
     pub pcap: Option<PathBuf>,
     /// The longest wait for any next event or message before the run is declared stuck;
     /// on a link that loses frames at least the firmware's `syn_timeout` and 5 s, since a
-    /// connect may retry its SYN that long before it fails.
+    /// connect may retry its SYN that long before it fails, and while closing its
+    /// `data_timeout` and 5 s, for a FIN retried as long.
     pub patience: Duration,
     /// Datapath cycles between two firmware polls on each NIC.
     pub firmware_poll_cycles: u64,
@@ -261,11 +262,13 @@ pub fn run_with_wave(
         ..SimConfig::default()
     };
     let loses_frames = scenario.link.drop > 0.0 || scenario.link.corrupt > 0.0;
-    let patience = match loses_frames {
-        true => Duration::from_millis(sim_config.firmware.syn_timeout().total_millis() + 5_000)
-            .max(scenario.patience),
+    // On a lossy link, the firmware's longest retrying (`span`) and 5 s.
+    let outlasting = |span: smoltcp::time::Duration| match loses_frames {
+        true => Duration::from_millis(span.total_millis() + 5_000).max(scenario.patience),
         false => scenario.patience,
     };
+    let patience = outlasting(sim_config.firmware.syn_timeout());
+    let close_patience = outlasting(sim_config.firmware.data_timeout()).max(patience);
     let mut sim = Sim::start(sim_config)?;
     let (sender, reports) = channel::<Report>();
     let config = DeviceConfig {
@@ -410,7 +413,7 @@ pub fn run_with_wave(
         }
     }
     while closed < to_close {
-        let Ok((_, _, event)) = reports.recv_timeout(patience) else {
+        let Ok((_, _, event)) = reports.recv_timeout(close_patience) else {
             failures.push(format!("close stuck: {closed} of {to_close} CLOSEs"));
             break;
         };
