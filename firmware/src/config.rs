@@ -86,10 +86,13 @@ impl Config {
         self.retransmissions_span(self.syn_retries)
     }
 
-    /// The longest a connection keeps sending a FIN (or MPA bytes) that goes
-    /// unacknowledged before it gives up with -ETIMEDOUT: `data_retries` retransmissions
-    /// on the schedule of [`Config::syn_timeout`]. The first timeout is the one the
-    /// handshake measured, at most `rto_initial`, so most connections give up sooner.
+    /// How long a connection keeps sending a FIN (or MPA bytes) that goes unacknowledged
+    /// before it gives up with -ETIMEDOUT: `data_retries` retransmissions on the schedule
+    /// of [`Config::syn_timeout`]. The first timeout is the one the handshake measured,
+    /// at most `rto_initial`, so most connections give up sooner; one whose timeout had
+    /// backed off and has not been measured since (Karn: an acknowledgement of a
+    /// retransmitted segment is no sample) starts higher, up to `rto_max`, and takes
+    /// longer.
     pub fn data_timeout(&self) -> Duration {
         self.retransmissions_span(self.data_retries)
     }

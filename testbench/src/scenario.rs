@@ -40,10 +40,13 @@ pub struct Scenario {
     pub private_data: Vec<u8>,
     pub link: LinkConfig,
     pub pcap: Option<PathBuf>,
-    /// The longest wait for any next event or message before the run is declared stuck;
-    /// on a link that loses frames at least the firmware's `syn_timeout` and 5 s, since a
-    /// connect may retry its SYN that long before it fails, and while closing its
-    /// `data_timeout` and 5 s, for a FIN retried as long.
+    /// The longest wait for any next event or message before the run is declared stuck.
+    /// On a link that loses frames, at least the firmware's retrying and 5 s while
+    /// connections set up and close: a connect may retry its SYN for `syn_timeout`, and
+    /// its RTR (whose acknowledgement it waits for before CONNECT_REPLY) or a FIN for
+    /// `data_timeout` (longer after a backed-off timeout: see its doc); while Sends
+    /// move, `syn_timeout` and 5 s (the datapath does not send a lost FPDU again, so
+    /// waiting longer finds none).
     pub patience: Duration,
     /// Datapath cycles between two firmware polls on each NIC.
     pub firmware_poll_cycles: u64,
@@ -267,8 +270,9 @@ pub fn run_with_wave(
         true => Duration::from_millis(span.total_millis() + 5_000).max(scenario.patience),
         false => scenario.patience,
     };
-    let patience = outlasting(sim_config.firmware.syn_timeout());
-    let close_patience = outlasting(sim_config.firmware.data_timeout()).max(patience);
+    let firmware = &sim_config.firmware;
+    let patience = outlasting(firmware.syn_timeout().max(firmware.data_timeout()));
+    let data_patience = outlasting(firmware.syn_timeout());
     let mut sim = Sim::start(sim_config)?;
     let (sender, reports) = channel::<Report>();
     let config = DeviceConfig {
@@ -383,7 +387,7 @@ pub fn run_with_wave(
         }
     }
     let mut quiet_since = Instant::now();
-    while receipts.received < expected && quiet_since.elapsed() < patience {
+    while receipts.received < expected && quiet_since.elapsed() < data_patience {
         let mut any = false;
         for (at, link) in links.iter().enumerate() {
             while let Ok((index, ulpdu)) = link.receive_ulpdu(Duration::from_millis(1)) {
@@ -413,7 +417,7 @@ pub fn run_with_wave(
         }
     }
     while closed < to_close {
-        let Ok((_, _, event)) = reports.recv_timeout(close_patience) else {
+        let Ok((_, _, event)) = reports.recv_timeout(patience) else {
             failures.push(format!("close stuck: {closed} of {to_close} CLOSEs"));
             break;
         };
