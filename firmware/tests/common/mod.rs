@@ -450,6 +450,69 @@ impl<const N: usize, const B: usize> Bench<N, B> {
     }
 }
 
+/// Checks the contract's event rules over one run.
+#[derive(Default)]
+pub struct RuleChecker {
+    /// Per connection handle: the events seen, in order.
+    pub traces: BTreeMap<u32, Vec<(EventKind, i32)>>,
+    last_seq: u32,
+}
+
+impl RuleChecker {
+    pub fn see(&mut self, out: &Out) {
+        let Out::Event(e) = out else { return };
+        assert_eq!(e.seq, self.last_seq + 1, "events numbered without gaps");
+        self.last_seq = e.seq;
+        let trace = self.traces.entry(e.conn).or_default();
+        if let Some(&(last, status)) = trace.last() {
+            assert_ne!(
+                last,
+                EventKind::Close,
+                "CLOSE is last: {trace:?} then {:?}",
+                e.kind
+            );
+            assert!(
+                !(last == EventKind::ConnectReply && status != 0),
+                "nothing after a failed CONNECT_REPLY: {trace:?} then {:?}",
+                e.kind
+            );
+        }
+        match e.kind {
+            EventKind::ConnectReply => {
+                assert!(
+                    trace.iter().all(|(k, _)| *k != EventKind::ConnectReply),
+                    "one CONNECT_REPLY: {trace:?}"
+                );
+                assert!(trace.is_empty(), "CONNECT_REPLY first: {trace:?}");
+            }
+            EventKind::ConnectRequest => {
+                assert!(trace.is_empty(), "CONNECT_REQUEST first: {trace:?}")
+            }
+            EventKind::Established => {
+                assert_eq!(
+                    trace.as_slice(),
+                    [(EventKind::ConnectRequest, 0)],
+                    "ESTABLISHED after the request"
+                )
+            }
+            // Rules 4 and 5: the end of a connection follows its setup (the passive
+            // side's ESTABLISHED, the active side's good CONNECT_REPLY), and the peer's
+            // FIN is told once.
+            EventKind::Disconnect | EventKind::Close => assert!(
+                matches!(
+                    trace.last(),
+                    Some((EventKind::Established | EventKind::Disconnect, _))
+                        | Some((EventKind::ConnectReply, 0))
+                ) && !(e.kind == EventKind::Disconnect
+                    && trace.iter().any(|(k, _)| *k == EventKind::Disconnect)),
+                "{:?} after {trace:?}",
+                e.kind
+            ),
+        }
+        trace.push((e.kind, e.status));
+    }
+}
+
 /// `sent` is one challenge ACK (RFC 5961) at the numbers `peer` expects: its
 /// `rcv_nxt`, acknowledging its `snd_nxt`.
 pub fn assert_challenge_ack(sent: &[Seg], peer: &Peer) {
