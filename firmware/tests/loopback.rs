@@ -93,14 +93,24 @@ fn steer(bench: &Bench, frame: &[u8]) -> Steer {
 
 impl Pair {
     fn new(wire: impl Fn(usize) -> Fault + 'static) -> Pair {
+        let mss = config().mss;
+        Pair::with_mss(wire, mss, mss)
+    }
+
+    /// Each side advertising its own MSS, which cuts the other's MPA frames into pieces.
+    fn with_mss(wire: impl Fn(usize) -> Fault + 'static, a_mss: u16, b_mss: u16) -> Pair {
         let b_config = Config {
             ip: B_IP,
             mac: PEER_MAC,
             next_hop_mac: NIC_MAC,
+            mss: b_mss,
             ..config()
         };
         Pair {
-            a: Bench::default(),
+            a: Bench::with(Config {
+                mss: a_mss,
+                ..config()
+            }),
             b: Bench::with(b_config),
             wire: Box::new(wire),
             carried: 0,
@@ -441,6 +451,18 @@ struct Life {
     a_closes: bool,
     abrupt: bool,
     close_after: u16,
+    /// Private data bytes of the request (at least the life's number) and of the reply:
+    /// up to 508, what revision 2's block leaves of the 512 on the wire.
+    request_data: u16,
+    reply_data: u16,
+}
+
+/// `len` bytes of private data of life `i`: its number first, so the other side can tell
+/// which life a request is.
+fn private_data(i: usize, len: u16) -> Vec<u8> {
+    (0..len)
+        .map(|k| (i as u8).wrapping_add((k as u8).wrapping_mul(7)))
+        .collect()
 }
 
 fn life() -> impl Strategy<Value = Life> {
@@ -452,9 +474,13 @@ fn life() -> impl Strategy<Value = Life> {
         any::<bool>(),
         prop::bool::weighted(0.25),
         0u16..2_000,
+        (
+            prop_oneof![1u16..16, 1u16..=508],
+            prop_oneof![0u16..16, 0u16..=508],
+        ),
     )
         .prop_map(
-            |(connect_at, mpa_v1, accept, answer_after, a_closes, abrupt, close_after)| Life {
+            |(
                 connect_at,
                 mpa_v1,
                 accept,
@@ -462,6 +488,17 @@ fn life() -> impl Strategy<Value = Life> {
                 a_closes,
                 abrupt,
                 close_after,
+                (request_data, reply_data),
+            )| Life {
+                connect_at,
+                mpa_v1,
+                accept,
+                answer_after,
+                a_closes,
+                abrupt,
+                close_after,
+                request_data,
+                reply_data,
             },
         )
 }
@@ -473,6 +510,16 @@ fn fault() -> impl Strategy<Value = Fault> {
         3 => Just(Fault::Drop),
         1 => Just(Fault::Duplicate),
         2 => (1u16..300).prop_map(Fault::Delay),
+    ]
+}
+
+/// An MSS a side advertises: mostly Ethernet's, or small enough to cut a 536-byte MPA
+/// frame into up to seven pieces.
+fn mss() -> impl Strategy<Value = u16> {
+    prop_oneof![
+        2 => Just(1460u16),
+        1 => Just(88u16),
+        1 => 88u16..600,
     ]
 }
 
@@ -511,8 +558,15 @@ struct Fate {
 
 /// Two applications play `lives` over a wire that does `faults` to its frames in turn
 /// (then delivers everything), until both sides have let go of everything.
-fn play(lives: &[Life], faults: Vec<Fault>) {
-    let mut pair = Pair::new(move |n| faults.get(n - 1).copied().unwrap_or(Fault::Deliver));
+fn play(lives: &[Life], faults: Vec<Fault>, (a_mss, b_mss): (u16, u16)) {
+    let wire = move |n: usize| faults.get(n - 1).copied().unwrap_or(Fault::Deliver);
+    let mut pair = Pair::with_mss(wire, a_mss, b_mss);
+    let requests: Vec<Vec<u8>> = (lives.iter().enumerate())
+        .map(|(i, l)| private_data(i, l.request_data))
+        .collect();
+    let replies: Vec<Vec<u8>> = (lives.iter().enumerate())
+        .map(|(i, l)| private_data(i, l.reply_data))
+        .collect();
     let listener = pair.b.listen(PORT, 4);
     let start = pair.a.now_ms;
     let mut acts: Vec<(i64, Act)> = (lives.iter().enumerate())
@@ -541,7 +595,7 @@ fn play(lives: &[Life], faults: Vec<Fault>) {
                         ord: 4,
                         qpn: 1,
                         mpa_v1: lives[i].mpa_v1,
-                        private_data: &[i as u8],
+                        private_data: &requests[i],
                     });
                     connects.insert(tag, i);
                 }
@@ -553,7 +607,7 @@ fn play(lives: &[Life], faults: Vec<Fault>) {
                             ird: 4,
                             ord: 4,
                             qpn: 2,
-                            private_data: b"B",
+                            private_data: &replies[i],
                         },
                         false => Command::Reject {
                             conn,
@@ -593,7 +647,7 @@ fn play(lives: &[Life], faults: Vec<Fault>) {
             match out {
                 Out::Done(c) => {
                     if let Some(i) = connects.remove(&c.tag) {
-                        assert_eq!(c.status, 0, "connect {i} taken");
+                        assert_eq!(c.status, 0, "connect {i} taken: {:?}", lives[i]);
                         fates[i].a_conn = Some(c.handle);
                     }
                 }
@@ -603,7 +657,7 @@ fn play(lives: &[Life], faults: Vec<Fault>) {
                         EventKind::ConnectReply => {
                             fates[i].reply = Some(e.status);
                             if e.status == 0 {
-                                assert_eq!(e.private_data, b"B", "B's private data");
+                                assert_eq!(e.private_data, replies[i], "B's private data");
                                 if lives[i].a_closes {
                                     let at = now + i64::from(lives[i].close_after);
                                     acts.push((at, Act::Disconnect(i)));
@@ -626,6 +680,7 @@ fn play(lives: &[Life], faults: Vec<Fault>) {
                 }
                 Out::Event(e) if e.kind == EventKind::ConnectRequest => {
                     let i = usize::from(e.private_data[0]);
+                    assert_eq!(e.private_data, requests[i], "A's private data");
                     assert!(fates[i].b_conn.is_none(), "one request for connect {i}");
                     fates[i].b_conn = Some(e.conn);
                     let after = lives[i].answer_after;
@@ -726,14 +781,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// Both ends are iwnic: up to three connections set up, refused and closed by either
-    /// side, over a wire that loses, doubles and reorders frames. Each side keeps the
+    /// side, with up to 508 bytes of private data each way, MPA frames cut into pieces
+    /// by a small MSS, over a wire that loses, doubles and reorders frames. Each side keeps the
     /// contract's event rules, every connect is answered once, every connection that
     /// came up ends with CLOSE on both sides, and nothing is left on either.
     #[test]
     fn both_ends_keep_the_rules_over_a_faulty_wire(
         lives in proptest::collection::vec(life(), 1..=3),
         faults in proptest::collection::vec(fault(), 0..150),
+        mss in (mss(), mss()),
     ) {
-        play(&lives, faults);
+        play(&lives, faults, mss);
     }
 }
