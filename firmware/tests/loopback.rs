@@ -465,42 +465,30 @@ fn private_data(i: usize, len: u16) -> Vec<u8> {
         .collect()
 }
 
-fn life() -> impl Strategy<Value = Life> {
-    (
-        0u16..3_000,
-        prop::bool::weighted(0.25),
-        prop::bool::weighted(0.8),
-        prop_oneof![Just(0u16), 1u16..2_000],
-        any::<bool>(),
-        prop::bool::weighted(0.25),
-        0u16..2_000,
-        (
-            prop_oneof![1u16..16, 1u16..=508],
-            prop_oneof![0u16..16, 0u16..=508],
-        ),
-    )
-        .prop_map(
-            |(
-                connect_at,
-                mpa_v1,
-                accept,
-                answer_after,
-                a_closes,
-                abrupt,
-                close_after,
-                (request_data, reply_data),
-            )| Life {
-                connect_at,
-                mpa_v1,
-                accept,
-                answer_after,
-                a_closes,
-                abrupt,
-                close_after,
-                request_data,
-                reply_data,
-            },
-        )
+prop_compose! {
+    fn life()(
+        connect_at in 0u16..3_000,
+        mpa_v1 in prop::bool::weighted(0.25),
+        accept in prop::bool::weighted(0.8),
+        answer_after in prop_oneof![Just(0u16), 1u16..2_000],
+        a_closes in any::<bool>(),
+        abrupt in prop::bool::weighted(0.25),
+        close_after in 0u16..2_000,
+        request_data in prop_oneof![1u16..16, 1u16..=508],
+        reply_data in prop_oneof![0u16..16, 0u16..=508],
+    ) -> Life {
+        Life {
+            connect_at,
+            mpa_v1,
+            accept,
+            answer_after,
+            a_closes,
+            abrupt,
+            close_after,
+            request_data,
+            reply_data,
+        }
+    }
 }
 
 /// Mostly delivered; the rest lost, doubled or held back up to 300 ms.
