@@ -80,12 +80,17 @@ def window_pcs(elf, window_call):
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         try:
             with open(fifo) as log:
-                current = None
+                current, previous = None, None
                 for line in log:
                     match = TRACE_PC.search(line)
                     if not match:
                         continue
-                    pc = int(match.group(1), 16)
+                    pc, repeated = int(match.group(1), 16), previous
+                    previous = pc
+                    if pc == repeated == window_call:
+                        # QEMU logs an instruction again when it runs it again (its
+                        # instruction budget ran out there): not another call.
+                        continue
                     if pc != window_call:
                         if current is not None:
                             current.append(pc)

@@ -6,8 +6,8 @@ use core::hash::{Hash, Hasher};
 use heapless::Deque;
 use iwnic_proto::errno::{ECONNRESET, ETIMEDOUT};
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind, RecordBuffer, MAX_RECORD_LEN};
-use iwnic_proto::mpa::FrameRepr;
 use iwnic_proto::mpa::MAX_FRAME_LEN as MPA_MAX_FRAME_LEN;
+use iwnic_proto::mpa::{FrameRepr, RtrTypes};
 use iwnic_proto::net::{SegmentOut, TxDescriptor};
 use smoltcp::time::Instant;
 use smoltcp::wire::TcpControl;
@@ -179,7 +179,7 @@ impl Conn {
             revision: 0,
             enhanced: false,
             peer_to_peer: false,
-            rtr: iwnic_proto::mpa::RtrTypes::NONE,
+            rtr: RtrTypes::NONE,
             peer_ird: 0,
             peer_ord: 0,
             ird: 0,
@@ -1284,6 +1284,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
                 .and_then(|b| FrameRepr::parse_bytes(b.rx()).ok())
                 .map_or(&[][..], |frame| frame.private_data),
         };
+        // Peer-to-peer mode's RTR (the one chosen) on the events that end a setup. (Only
+        // ever one type by then; a record naming more would be refused, and lost.)
+        let named = c.neg.peer_to_peer && c.neg.rtr.count() == 1;
+        let rtr = match named && Event::may_name_rtr(kind, status) {
+            true => c.neg.rtr,
+            false => RtrTypes::NONE,
+        };
         *event_seq = event_seq.wrapping_add(1);
         let event = Event {
             seq: *event_seq,
@@ -1295,6 +1302,7 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             remote: Endpoint::v4(c.tuple.remote_ip, c.tuple.remote_port),
             ird,
             ord,
+            rtr,
             private_data,
         };
         event.emit(&mut out.0).ok()

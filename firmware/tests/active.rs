@@ -255,6 +255,10 @@ mod await_reply {
         let out = bench.out();
         assert_eq!(briefs(&out), ["ConnectReply(0)"]);
         let ev = event(&out[0]);
+        assert_eq!(
+            ev.rtr, chosen,
+            "the RTR sent, which the host's RDMAP counts"
+        );
         assert_eq!(ev.private_data, b"welcome");
         // Our ORD is relaxed to the responder's IRD (8); our IRD stays 16.
         assert_eq!((ev.ird, ev.ord), (16, 8));
@@ -271,7 +275,9 @@ mod await_reply {
         assert_eq!((frame.revision, frame.v2), (1, None));
         bench.deliver(peer.data(&reply(FrameKind::Accept, None, b"")));
         assert_eq!(kinds(&bench.sent()), ["ACK"]);
-        assert_eq!(briefs(&bench.out()), ["ConnectReply(0)"]);
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["ConnectReply(0)"]);
+        assert_eq!(event(&out[0]).rtr, RtrTypes::NONE);
         assert_eq!(bench.hal.flows.len(), 1);
     }
 
@@ -619,6 +625,11 @@ mod await_read_response {
         let out = bench.out();
         assert_eq!(briefs(&out), ["ConnectReply(0)"]);
         assert_eq!(event(&out[0]).private_data, b"read");
+        assert_eq!(
+            event(&out[0]).rtr,
+            RtrTypes::READ,
+            "the host's first RDMA Read is message number 2"
+        );
         let flow = bench.hal.flows.values().next().copied().unwrap();
         assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
         let counters = bench.fw.counters();

@@ -12,7 +12,7 @@ use common::*;
 use iwnic_firmware::Config;
 use iwnic_proto::errno::{ECONNREFUSED, ECONNRESET};
 use iwnic_proto::host::{Command, Endpoint, EventKind};
-use iwnic_proto::mpa::{REPLY_KEY, REQUEST_KEY};
+use iwnic_proto::mpa::{RtrTypes, REPLY_KEY, REQUEST_KEY};
 use iwnic_proto::net::TcpSegment;
 use iwnic_proto::smoltcp_wire::TcpControl;
 use proptest::prelude::*;
@@ -531,6 +531,9 @@ struct Fate {
     b_conn: Option<u32>,
     /// The CONNECT_REPLY's status.
     reply: Option<i32>,
+    /// The RTR each side's CONNECT_REPLY 0 or ESTABLISHED named.
+    a_rtr: RtrTypes,
+    b_rtr: RtrTypes,
     /// The completion of B's answer.
     answered: Option<i32>,
     a_closed: bool,
@@ -644,6 +647,7 @@ fn play(lives: &[Life], faults: Vec<Fault>, (a_mss, b_mss): (u16, u16)) {
                     match e.kind {
                         EventKind::ConnectReply => {
                             fates[i].reply = Some(e.status);
+                            fates[i].a_rtr = e.rtr;
                             if e.status == 0 {
                                 assert_eq!(e.private_data, replies[i], "B's private data");
                                 if lives[i].a_closes {
@@ -682,6 +686,7 @@ fn play(lives: &[Life], faults: Vec<Fault>, (a_mss, b_mss): (u16, u16)) {
                     match e.kind {
                         EventKind::Established => {
                             fates[i].b_up = true;
+                            fates[i].b_rtr = e.rtr;
                             if !lives[i].a_closes {
                                 let at = now + i64::from(lives[i].close_after);
                                 acts.push((at, Act::Disconnect(i)));
@@ -710,6 +715,7 @@ fn play(lives: &[Life], faults: Vec<Fault>, (a_mss, b_mss): (u16, u16)) {
                     (b.rcv_nxt, b.snd_nxt),
                     "each side starts FPDU mode where the other does: {fate:?}"
                 );
+                assert_eq!(fate.a_rtr, fate.b_rtr, "both name the RTR sent: {fate:?}");
             }
         }
         let quiet = pair.held.is_empty() && acts.is_empty();

@@ -218,6 +218,11 @@ mod await_accept {
             let out = bench.out();
             assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"], "{offer:?}");
             assert_eq!((event(&out[1]).ird, event(&out[1]).ord), (8, 4));
+            assert_eq!(
+                event(&out[1]).rtr,
+                chosen,
+                "the RTR the host's RDMAP counts"
+            );
             let flow = bench.hal.flows.values().next().copied().unwrap();
             assert_eq!((flow.snd_nxt, flow.rcv_nxt), (peer.rcv_nxt, peer.snd_nxt));
             assert!(!flow.rtr_expected);
@@ -247,7 +252,9 @@ mod await_accept {
             (1, None, &b"yes"[..])
         );
         assert!(!bench.hal.flow_writes.last().unwrap().rtr_expected);
-        assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+        let out = bench.out();
+        assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
+        assert_eq!(event(&out[1]).rtr, RtrTypes::NONE, "no RTR in revision 1");
     }
 
     /// Without the peer-to-peer bit the reply sets no RTR type, whatever types the
@@ -269,7 +276,9 @@ mod await_accept {
             let block = parse_mpa(&frame_bytes).v2.unwrap();
             assert!(!block.peer_to_peer);
             assert_eq!(block.rtr, RtrTypes::NONE, "offered {offered:?}");
-            assert_eq!(briefs(&bench.out()), ["DONE(0)", "Established(0)"]);
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["DONE(0)", "Established(0)"]);
+            assert_eq!(event(&out[1]).rtr, RtrTypes::NONE, "offered {offered:?}");
         }
     }
 
@@ -889,7 +898,13 @@ mod await_read_rtr {
                 (flow.snd_una, flow.snd_nxt, flow.rcv_nxt),
                 (reply_end, peer.rcv_nxt, peer.snd_nxt)
             );
-            assert_eq!(briefs(&bench.out()), ["Established(0)"]);
+            let out = bench.out();
+            assert_eq!(briefs(&out), ["Established(0)"]);
+            assert_eq!(
+                event(&out[0]).rtr,
+                RtrTypes::READ,
+                "the host's inbound Read Requests start at message number 2"
+            );
             assert_eq!(bench.fw.state(conn), Some(State::Established));
             assert_eq!(bench.fw.counters().read_responses_sent, 1);
         }

@@ -60,7 +60,16 @@ struct iw_cm_event {
 	uint8_t private_data_len;
 	uint8_t ord;                       /* CONNECT_REPLY/ESTABLISHED: local IRD */
 	uint8_t ird;                       /* CONNECT_REPLY/ESTABLISHED: local ORD */
+	/* Not in the kernel's struct: CONNECT_REPLY 0 and ESTABLISHED in MPA peer-to-peer
+	 * mode say which RTR began FPDU mode (IWNIC_RTR_*), else 0. The NIC sends the RTR,
+	 * which the kernel's providers do themselves: an RTR Send or RDMA Read Request is
+	 * message number 1 of its queue, so the connection's own start at 2. */
+	uint8_t iwnic_rtr;
 };
+
+#define IWNIC_RTR_SEND  0x01 /* zero-length Send */
+#define IWNIC_RTR_WRITE 0x02 /* zero-length RDMA Write */
+#define IWNIC_RTR_READ  0x04 /* zero-length RDMA Read Request */
 
 /* The application's event handler (manager -> application). */
 typedef int (*iw_cm_handler)(struct iw_cm_id *cm_id, struct iw_cm_event *event);

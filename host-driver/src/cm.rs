@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use iwnic_proto::host::EventKind;
-pub use iwnic_proto::mpa::MAX_PRIVATE_DATA;
+pub use iwnic_proto::mpa::{RtrTypes, MAX_PRIVATE_DATA};
 
 use crate::errno::{ECONNREFUSED, ECONNRESET, ETIMEDOUT};
 
@@ -53,6 +53,13 @@ pub struct CmEvent {
     /// local ORD in `ird` and the local IRD in `ord` (rule 9, the convention rdma_cm reads).
     pub ird: u32,
     pub ord: u32,
+    /// CONNECT_REPLY 0 and ESTABLISHED in MPA peer-to-peer mode: the RTR that began FPDU
+    /// mode, one type; none otherwise. Not in the kernel's event, whose providers send
+    /// the RTR themselves; here the NIC sends it, and the application's RDMAP must count
+    /// it: an RTR Send or RDMA Read Request is message number 1 of its queue (the
+    /// initiator's Sends or Read Requests), so that side's own start at 2, and the
+    /// responder's inbound ones likewise.
+    pub rtr: RtrTypes,
 }
 
 /// What accept and connect offer (the kernel's `struct iw_cm_conn_param`).

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use iwnic_proto::host::{self, Command, CommandKind, CommandRecord, Completion, Endpoint, Record};
 
 use crate::cm::{
-    CmEvent, ConnParam, Context, EventKind, Handler, IdState, QpAttrUpdate, QpState,
+    CmEvent, ConnParam, Context, EventKind, Handler, IdState, QpAttrUpdate, QpState, RtrTypes,
     IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE, IB_QP_ACCESS_FLAGS, IB_QP_STATE,
     MAX_PRIVATE_DATA,
 };
@@ -140,6 +140,7 @@ struct QueuedEvent {
     remote: SocketAddr,
     ird: u16,
     ord: u16,
+    rtr: RtrTypes,
     private_data: Vec<u8>,
 }
 
@@ -1144,6 +1145,7 @@ impl Shared {
                         remote: socket_addr(&event.remote),
                         ird: event.ird,
                         ord: event.ord,
+                        rtr: event.rtr,
                         private_data: event.private_data.to_vec(),
                     });
                     drop(t);
@@ -1268,6 +1270,7 @@ impl Shared {
             remote,
             ird,
             ord,
+            rtr,
             private_data,
         } = event;
         let mut delivered = CmEvent {
@@ -1278,6 +1281,7 @@ impl Shared {
             private_data,
             ird: u32::from(ird),
             ord: u32::from(ord),
+            rtr,
         };
         if kind == EventKind::ConnectRequest {
             return self.route_connect_request(t, conn, listener, delivered);

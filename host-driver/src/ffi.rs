@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use libc::{sa_family_t, sockaddr_in, sockaddr_in6, sockaddr_storage, AF_INET, AF_INET6};
 
-use crate::cm::{CmEvent, ConnParam, EventKind, QpState, MAX_PRIVATE_DATA};
+use crate::cm::{CmEvent, ConnParam, EventKind, QpState, RtrTypes, MAX_PRIVATE_DATA};
 use crate::device::{CmId, Device};
 use crate::errno::{status_of, Errno, EMSGSIZE, ENODEV};
 use crate::in_process::{in_process, InProcessNic, DEFAULT_HOST_QUEUE_CAPACITY};
@@ -45,7 +45,7 @@ pub struct IwCmId {
 }
 
 /// `struct iw_cm_event`, with the kernel's field widths: private data beyond 255 bytes is
-/// cut, IRD/ORD beyond 255 read 255.
+/// cut, IRD/ORD beyond 255 read 255. One field past the kernel's: `iwnic_rtr`.
 #[repr(C)]
 pub struct IwCmEvent {
     pub event: c_int,
@@ -57,6 +57,23 @@ pub struct IwCmEvent {
     pub private_data_len: u8,
     pub ord: u8,
     pub ird: u8,
+    /// [`CmEvent::rtr`]: `IWNIC_RTR_SEND`, `IWNIC_RTR_WRITE`, `IWNIC_RTR_READ` or 0.
+    pub iwnic_rtr: u8,
+}
+
+/// `iwnic_rtr` of [`IwCmEvent`] (the host-interface record's flags number them alike).
+pub const IWNIC_RTR_SEND: u8 = 0x01;
+pub const IWNIC_RTR_WRITE: u8 = 0x02;
+pub const IWNIC_RTR_READ: u8 = 0x04;
+
+/// The `iwnic_rtr` value of an event naming `rtr` (one type, or none).
+fn c_rtr(rtr: RtrTypes) -> u8 {
+    match (rtr.send, rtr.write, rtr.read) {
+        (true, false, false) => IWNIC_RTR_SEND,
+        (false, true, false) => IWNIC_RTR_WRITE,
+        (false, false, true) => IWNIC_RTR_READ,
+        _ => 0,
+    }
 }
 
 /// `struct iw_cm_conn_param`.
@@ -243,6 +260,7 @@ fn shim(id: &CmId, event: &CmEvent) -> crate::Result<()> {
         private_data_len: shown.len() as u8,
         ord: event.ord.min(u32::from(u8::MAX)) as u8,
         ird: event.ird.min(u32::from(u8::MAX)) as u8,
+        iwnic_rtr: c_rtr(event.rtr),
     };
     // SAFETY: as above; the handler pointer was given by the application.
     let handler = unsafe { (*target).public.cm_handler };

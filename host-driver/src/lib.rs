@@ -50,6 +50,7 @@ pub mod transport;
 
 pub use cm::{
     reject_msg, CmEvent, ConnParam, Context, EventKind, Handler, IdState, QpAttrUpdate, QpState,
+    RtrTypes,
 };
 pub use device::{CmId, Device, DeviceConfig, DriverStats, IdKey};
 pub use errno::{Errno, Result};

@@ -12,6 +12,7 @@ use iwnic_host_driver::ffi::*;
 use iwnic_proto::host::{
     Command, CommandKind, CommandRecord, Completion, Endpoint, Event, EventKind,
 };
+use iwnic_proto::mpa::RtrTypes;
 
 const LISTENER: u32 = 0x0001_0001;
 const CONN: u32 = 0x0001_0002;
@@ -27,6 +28,34 @@ unsafe extern "C" fn keep_child(id: *mut IwCmId, event: *mut IwCmEvent) -> c_int
         CHILD.store(id as usize, Ordering::SeqCst);
     }
     0
+}
+
+/// `record_rtr`'s child id, and the `iwnic_rtr` of the ESTABLISHED it saw plus one (0:
+/// none yet).
+static RTR_CHILD: AtomicUsize = AtomicUsize::new(0);
+static ESTABLISHED_RTR: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn record_rtr(id: *mut IwCmId, event: *mut IwCmEvent) -> c_int {
+    // SAFETY: the driver hands the handler a valid event.
+    let event = unsafe { &*event };
+    if event.event == EventKind::ConnectRequest as c_int {
+        RTR_CHILD.store(id as usize, Ordering::SeqCst);
+    } else if event.event == EventKind::Established as c_int {
+        ESTABLISHED_RTR.store(usize::from(event.iwnic_rtr) + 1, Ordering::SeqCst);
+    }
+    0
+}
+
+/// Wait until `value` is not 0, and return it.
+fn wait_set(value: &AtomicUsize, what: &str) -> usize {
+    let start = Instant::now();
+    loop {
+        match value.load(Ordering::SeqCst) {
+            0 => assert!(start.elapsed() < Duration::from_secs(10), "no {what}"),
+            set => return set,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn push(nic: *const IwnicNic, record: &[u8]) {
@@ -109,6 +138,7 @@ impl Fixture {
             remote: Endpoint::v4([10, 0, 0, 2], 50000),
             ird: 1,
             ord: 1,
+            rtr: RtrTypes::NONE,
             private_data: &[],
         };
         let mut record = vec![0u8; request.buffer_len()];
@@ -200,6 +230,43 @@ fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
 /// A listener created without a handler has nobody to give a request to: the request is
 /// rejected (as a handler's non-zero return) rather than left to a child nobody can
 /// reach.
+/// ESTABLISHED tells the C handler which RTR began FPDU mode, in `iwnic_rtr` (a field
+/// past the kernel's), as the NIC sent or took it.
+#[test]
+fn established_tells_the_c_handler_the_rtr_in_iwnic_rtr() {
+    let fixture = Fixture::listening(Some(record_rtr));
+    let child = wait_set(&RTR_CHILD, "CONNECT_REQUEST") as *mut IwCmId;
+    let param = IwCmConnParam {
+        private_data: ptr::null::<c_void>(),
+        private_data_len: 0,
+        ord: 1,
+        ird: 1,
+        qpn: QPN,
+    };
+    // SAFETY: the child is live until destroyed below.
+    assert_eq!(unsafe { iw_cm_accept(child, &param) }, 0);
+    let established = Event {
+        seq: 2,
+        kind: EventKind::Established,
+        conn: CONN,
+        listener: 0,
+        status: 0,
+        local: Endpoint::v4([10, 0, 0, 1], 4791),
+        remote: Endpoint::v4([10, 0, 0, 2], 50000),
+        ird: 1,
+        ord: 1,
+        rtr: RtrTypes::READ,
+        private_data: &[],
+    };
+    let mut record = vec![0u8; established.buffer_len()];
+    established.emit(&mut record).unwrap();
+    push(fixture.nic, &record);
+    let seen = wait_set(&ESTABLISHED_RTR, "ESTABLISHED") - 1;
+    assert_eq!(seen, usize::from(IWNIC_RTR_READ));
+    // SAFETY: as above.
+    unsafe { iw_destroy_cm_id(child) };
+}
+
 #[test]
 fn a_request_to_a_listener_without_a_handler_is_rejected() {
     let fixture = Fixture::listening(None);

@@ -78,10 +78,10 @@ fn c_example_listens_accepts_from_its_handler_and_sees_the_close() {
     assert_eq!(
         path,
         [
-            "event CONNECT_REQUEST status 0 remote 10.0.0.2:50000 ird 5 ord 6 private_data \"hello\"",
+            "event CONNECT_REQUEST status 0 remote 10.0.0.2:50000 ird 5 ord 6 rtr 0 private_data \"hello\"",
             "accept: 0",
-            "event ESTABLISHED status 0 remote 10.0.0.2:50000 ird 1 ord 1 private_data \"\"",
-            "event CLOSE status 0 remote 10.0.0.2:50000 ird 0 ord 0 private_data \"\"",
+            "event ESTABLISHED status 0 remote 10.0.0.2:50000 ird 1 ord 1 rtr 0 private_data \"\"",
+            "event CLOSE status 0 remote 10.0.0.2:50000 ird 0 ord 0 rtr 0 private_data \"\"",
         ],
         "{stdout}"
     );

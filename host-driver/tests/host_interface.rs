@@ -12,9 +12,15 @@ use iwnic_host_driver::rules::Call;
 use iwnic_host_driver::{CmId, DeviceConfig, DriverStats, Errno, EventKind, IdState};
 use iwnic_proto::host::CommandKind;
 use iwnic_proto::host::{Completion, Endpoint, Event, EventKind as Kind};
+use iwnic_proto::mpa::RtrTypes;
 
 /// An event record as the NIC would raise it, numbered `seq` by the test.
 fn forged(kind: Kind, seq: u32, conn: u32, listener: u32) -> Vec<u8> {
+    forged_naming(kind, seq, conn, listener, RtrTypes::NONE)
+}
+
+/// The same, naming the RTR that began FPDU mode.
+fn forged_naming(kind: Kind, seq: u32, conn: u32, listener: u32, rtr: RtrTypes) -> Vec<u8> {
     let event = Event {
         seq,
         kind,
@@ -25,6 +31,7 @@ fn forged(kind: Kind, seq: u32, conn: u32, listener: u32) -> Vec<u8> {
         remote: Endpoint::v4(common::PEER, common::PEER_PORT),
         ird: 0,
         ord: 0,
+        rtr,
         private_data: &[],
     };
     let mut buf = vec![0; event.buffer_len()];
@@ -45,6 +52,31 @@ fn a_gap_in_event_numbers_is_counted_and_the_event_still_delivered() {
     let (_, close) = Harness::next_event(&seen);
     assert_eq!(close.event, EventKind::Close);
     assert_eq!(h.device.stats().seq_gaps, 1);
+}
+
+/// The RTR a CONNECT_REPLY names reaches the handler: the kernel's event has no such
+/// field (its providers send the RTR), but the application's RDMAP must count it.
+#[test]
+fn the_rtr_a_connect_reply_names_reaches_the_handler() {
+    let h = Harness::new();
+    h.nic.set_auto_connect_reply(None);
+    let (id, seen) = h.id();
+    id.set_remote_addr(peer_addr()).unwrap();
+    id.connect(&h.param()).unwrap();
+    let conn = h.nic.last_handle();
+    let seq = h.nic.take_seq();
+    h.nic.push_raw(&forged_naming(
+        Kind::ConnectReply,
+        seq,
+        conn,
+        0,
+        RtrTypes::READ,
+    ));
+    let (_, reply) = Harness::next_event(&seen);
+    assert_eq!(
+        (reply.event, reply.status, reply.rtr),
+        (EventKind::ConnectReply, 0, RtrTypes::READ)
+    );
 }
 
 #[test]

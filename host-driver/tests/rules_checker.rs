@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use iwnic_host_driver::rules::{Call, TraceChecker};
-use iwnic_host_driver::{CmEvent, Errno, EventKind, IdKey};
+use iwnic_host_driver::{CmEvent, Errno, EventKind, IdKey, RtrTypes};
 
 fn event(kind: EventKind, status: i32) -> CmEvent {
     let addr: SocketAddr = "10.0.0.1:4791".parse().unwrap();
@@ -16,6 +16,7 @@ fn event(kind: EventKind, status: i32) -> CmEvent {
         private_data: Vec::new(),
         ird: 0,
         ord: 0,
+        rtr: RtrTypes::NONE,
     }
 }
 

@@ -60,9 +60,18 @@
 //! | 64 | 2 | private data length (≤ 512) |
 //! | 66 | 2 | reserved, 0 |
 //! | 68 | n | private data |
+//!
+//! Flags: CONNECT_REPLY with status 0 and ESTABLISHED of a connection in MPA peer-to-peer
+//! mode say which RTR (the initiator's first FPDU) began FPDU mode: 0x01 a zero-length
+//! Send, 0x02 a zero-length RDMA Write, 0x04 a zero-length RDMA Read Request; at most
+//! one, and 0 on every other event. An RTR Send or Read Request is a real message: it
+//! takes message number 1 of its queue (the initiator's Send or Read Request queue), so
+//! the connection's own messages of that kind start at 2. The kernel's providers keep
+//! this to themselves, since they send the RTR; here the NIC does, and the host's RDMAP
+//! needs it.
 
 use crate::bytes::{get, le16, le32, put};
-use crate::mpa::MAX_PRIVATE_DATA;
+use crate::mpa::{RtrTypes, MAX_PRIVATE_DATA};
 use crate::{Error, Result, WordAligned};
 
 pub const HEADER_LEN: usize = 8;
@@ -80,6 +89,8 @@ const KIND_COMPLETION: u8 = 0x40;
 const KIND_EVENT: u8 = 0x80;
 const FLAG_CONNECT_MPA_V1: u8 = 0x01;
 const FLAG_DISCONNECT_ABRUPT: u8 = 0x01;
+/// An event's RTR flags, in [`RtrTypes::EACH`]'s order.
+const FLAGS_EVENT_RTR: [u8; 3] = [0x01, 0x02, 0x04];
 
 /// An IP address; IPv4 now, the layout ready for IPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -566,10 +577,35 @@ pub struct Event<'a> {
     pub remote: Endpoint,
     pub ird: u16,
     pub ord: u16,
+    /// CONNECT_REPLY 0 and ESTABLISHED in peer-to-peer mode: the RTR that began FPDU
+    /// mode (one type); [`RtrTypes::NONE`] otherwise.
+    pub rtr: RtrTypes,
     pub private_data: &'a [u8],
 }
 
+/// The flags byte of an event whose RTR is `rtr`.
+fn rtr_flags(rtr: RtrTypes) -> u8 {
+    let [send, write, read] = FLAGS_EVENT_RTR;
+    (u8::from(rtr.send) * send) | (u8::from(rtr.write) * write) | (u8::from(rtr.read) * read)
+}
+
+/// Whether `flags` name at most one RTR, and only on an event that may name one.
+fn rtr_flags_valid(flags: u8, kind: EventKind, status: i32) -> bool {
+    // (Most events name none: one compare on their way.)
+    flags == 0 || (flags.is_power_of_two() && Event::may_name_rtr(kind, status))
+}
+
 impl<'a> Event<'a> {
+    /// Whether an event of this kind and status ends a setup in FPDU mode, and so names
+    /// peer-to-peer mode's RTR: CONNECT_REPLY 0 and ESTABLISHED.
+    pub fn may_name_rtr(kind: EventKind, status: i32) -> bool {
+        match kind {
+            EventKind::ConnectReply => status == 0,
+            EventKind::Established => true,
+            _ => false,
+        }
+    }
+
     pub fn parse(bytes: &'a [u8]) -> Result<Event<'a>> {
         let (kind, flags, len, seq) = parse_header(bytes)?;
         let event_kind = match kind {
@@ -582,7 +618,12 @@ impl<'a> Event<'a> {
         let local = Endpoint::parse(bytes.get(24..).unwrap_or(&[]))?;
         let remote = Endpoint::parse(bytes.get(44..).unwrap_or(&[]))?;
         let private_data = parse_private_data(bytes, 64, len)?;
-        if flags != 0 || status > 0 {
+        let rtr = RtrTypes {
+            send: flags & FLAGS_EVENT_RTR[0] != 0,
+            write: flags & FLAGS_EVENT_RTR[1] != 0,
+            read: flags & FLAGS_EVENT_RTR[2] != 0,
+        };
+        if flags != rtr_flags(rtr) || !rtr_flags_valid(flags, event_kind, status) || status > 0 {
             return Err(Error::Malformed);
         }
         Ok(Event {
@@ -595,6 +636,7 @@ impl<'a> Event<'a> {
             remote: remote.ok_or(Error::Malformed)?,
             ird: le16(bytes, 20)?,
             ord: le16(bytes, 22)?,
+            rtr,
             private_data,
         })
     }
@@ -608,7 +650,8 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
         check_private_data(self.private_data)?;
-        if self.status > 0 {
+        let flags = rtr_flags(self.rtr);
+        if self.status > 0 || !rtr_flags_valid(flags, self.kind, self.status) {
             return Err(Error::Malformed);
         }
         let len = self.buffer_len();
@@ -616,7 +659,7 @@ impl<'a> Event<'a> {
         let (f, private_data) = out
             .split_first_chunk_mut::<EVENT_FIXED_LEN>()
             .ok_or(Error::BufferTooSmall)?;
-        f[0..2].copy_from_slice(&[KIND_EVENT | self.kind as u8, 0]);
+        f[0..2].copy_from_slice(&[KIND_EVENT | self.kind as u8, flags]);
         f[2..4].copy_from_slice(&(len as u16).to_le_bytes());
         f[4..8].copy_from_slice(&self.seq.to_le_bytes());
         f[8..12].copy_from_slice(&self.conn.to_le_bytes());

@@ -40,7 +40,7 @@ proptest! {
         let record = Record::Event(Event {
             seq: seed, kind: EventKind::Close, conn: 1, listener: 0, status: 0,
             local: Endpoint::v4([1, 2, 3, 4], 5), remote: Endpoint::v4([5, 6, 7, 8], 9),
-            ird: 1, ord: 1, private_data: &pd,
+            ird: 1, ord: 1, rtr: RtrTypes::NONE, private_data: &pd,
         });
         let mut wire = vec![0u8; record.buffer_len()];
         record.emit(&mut wire).unwrap();
@@ -189,10 +189,16 @@ proptest! {
     fn event_round_trips(
         seq in any::<u32>(), kind in 1u8..=5, conn in any::<u32>(), listener in any::<u32>(),
         status in i32::MIN..=0, local in endpoint(), remote in endpoint(),
-        ird in any::<u16>(), ord in any::<u16>(), pd in bytes(512),
+        ird in any::<u16>(), ord in any::<u16>(), rtr in 0usize..4, pd in bytes(512),
     ) {
         let kind = EventKind::from_u8(kind).unwrap();
-        let record = Record::Event(Event { seq, kind, conn, listener, status, local, remote, ird, ord, private_data: &pd });
+        // An RTR only where one may be named: CONNECT_REPLY 0 and ESTABLISHED.
+        let names_rtr = kind == EventKind::Established || (kind == EventKind::ConnectReply && status == 0);
+        let rtr = match RtrTypes::EACH.get(rtr) {
+            Some(&one) if names_rtr => one,
+            _ => RtrTypes::NONE,
+        };
+        let record = Record::Event(Event { seq, kind, conn, listener, status, local, remote, ird, ord, rtr, private_data: &pd });
         let mut buf = vec![0u8; record.buffer_len()];
         prop_assert_eq!(record.emit(&mut buf), Ok(buf.len()));
         prop_assert_eq!(Record::parse(&buf), Ok(record));

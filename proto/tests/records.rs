@@ -1,6 +1,7 @@
 //! Host-interface records: a round trip of every record type, and every rejection.
 
 use iwnic_proto::host::*;
+use iwnic_proto::mpa::RtrTypes;
 use iwnic_proto::Error;
 
 const LOCAL: Endpoint = Endpoint::v4([10, 0, 0, 1], 4791);
@@ -115,6 +116,7 @@ fn completions_and_events_round_trip() {
                 remote: v6,
                 ird: 16,
                 ord: 0x3FFF,
+                rtr: RtrTypes::NONE,
                 private_data: pd,
             }));
         }
@@ -224,4 +226,67 @@ fn emit_refuses_what_cannot_be_decoded() {
         command: Command::Release { conn: 1 },
     };
     assert_eq!(record.emit(&mut [0u8; 63]), Err(Error::BufferTooSmall));
+}
+
+/// An event of `kind` and `status` naming `rtr`.
+fn event_with_rtr(kind: EventKind, status: i32, rtr: RtrTypes) -> Event<'static> {
+    Event {
+        seq: 1,
+        kind,
+        conn: 5,
+        listener: 0,
+        status,
+        local: LOCAL,
+        remote: REMOTE,
+        ird: 4,
+        ord: 4,
+        rtr,
+        private_data: b"",
+    }
+}
+
+#[test]
+fn an_event_names_the_rtr_that_began_fpdu_mode_in_its_flags() {
+    for (rtr, flags) in RtrTypes::EACH.into_iter().zip([0x01, 0x02, 0x04]) {
+        for kind in [EventKind::ConnectReply, EventKind::Established] {
+            let event = event_with_rtr(kind, 0, rtr);
+            let wire = emit(&Record::Event(event));
+            assert_eq!(wire[1], flags, "{rtr:?}");
+            round_trip(Record::Event(event));
+        }
+    }
+    // On every other event, a failed CONNECT_REPLY, or two at once: malformed both ways.
+    let good = emit(&Record::Event(event_with_rtr(
+        EventKind::Established,
+        0,
+        RtrTypes::WRITE,
+    )));
+    for flags in [0x03, 0x06, 0x08, 0x80] {
+        let mut bad = good.clone();
+        bad[1] = flags;
+        assert_eq!(Record::parse(&bad), Err(Error::Malformed), "{flags:#x}");
+    }
+    for (kind, status) in [
+        (EventKind::ConnectReply, -111),
+        (EventKind::ConnectRequest, 0),
+        (EventKind::Disconnect, 0),
+        (EventKind::Close, 0),
+    ] {
+        let event = event_with_rtr(kind, status, RtrTypes::READ);
+        assert_eq!(
+            event.emit(&mut [0u8; 128]),
+            Err(Error::Malformed),
+            "{kind:?}"
+        );
+        let mut wire = emit(&Record::Event(event_with_rtr(kind, status, RtrTypes::NONE)));
+        wire[1] = 0x04;
+        assert_eq!(Record::parse(&wire), Err(Error::Malformed), "{kind:?}");
+    }
+    let both = RtrTypes {
+        send: true,
+        write: true,
+        read: false,
+    };
+    let event = event_with_rtr(EventKind::Established, 0, both);
+    assert_eq!(event.emit(&mut [0u8; 128]), Err(Error::Malformed));
 }

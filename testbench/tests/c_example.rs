@@ -19,7 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{quick_firmware, Host, PATIENCE};
-use iwnic_host_driver::{DeviceConfig, EventKind, InProcessTransport, Transport, TransportError};
+use iwnic_host_driver::{
+    DeviceConfig, EventKind, InProcessTransport, RtrTypes, Transport, TransportError,
+};
 use iwnic_proto::host::Record;
 use iwnic_testbench::sim::{Side, Sim, SimConfig, A_IP, B_IP};
 
@@ -175,6 +177,7 @@ fn c_example_accepts_from_its_handler_on_the_simulated_nic() {
     );
     let (_, reply) = a.expect(EventKind::ConnectReply, 0);
     assert_eq!(reply.private_data, b"welcome");
+    assert_eq!(reply.rtr, RtrTypes::WRITE, "the RTR A's NIC sent");
     let a_port = a_id
         .local_addr()
         .expect("A's address from the reply")
@@ -204,14 +207,17 @@ fn c_example_accepts_from_its_handler_on_the_simulated_nic() {
         .filter(|l| l.starts_with("event") || l.starts_with("accept"))
         .collect();
     // Rule 9 in the C ABI: the request carries A's IRD 4 and ORD 3; ESTABLISHED carries
-    // the example's ORD in `ird` and its IRD in `ord` (both 1); CLOSE none.
+    // the example's ORD in `ird` and its IRD in `ord` (both 1), and the RTR A sent (the
+    // Write RTR B's firmware chose: IWNIC_RTR_WRITE); CLOSE none.
     assert_eq!(
         path,
         [
-            format!("event CONNECT_REQUEST status 0 {remote} ird 4 ord 3 private_data \"hello\""),
+            format!(
+                "event CONNECT_REQUEST status 0 {remote} ird 4 ord 3 rtr 0 private_data \"hello\""
+            ),
             "accept: 0".to_string(),
-            format!("event ESTABLISHED status 0 {remote} ird 1 ord 1 private_data \"\""),
-            format!("event CLOSE status 0 {remote} ird 0 ord 0 private_data \"\""),
+            format!("event ESTABLISHED status 0 {remote} ird 1 ord 1 rtr 2 private_data \"\""),
+            format!("event CLOSE status 0 {remote} ird 0 ord 0 rtr 0 private_data \"\""),
         ],
         "{stdout}"
     );

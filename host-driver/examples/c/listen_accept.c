@@ -47,9 +47,9 @@ static void print_event(const struct iw_cm_event *event)
 
 	if (remote->sin_family == AF_INET)
 		inet_ntop(AF_INET, &remote->sin_addr, ip, sizeof(ip));
-	printf("event %s status %d remote %s:%u ird %u ord %u private_data \"%.*s\"\n",
+	printf("event %s status %d remote %s:%u ird %u ord %u rtr %u private_data \"%.*s\"\n",
 	       event_name(event->event), event->status, ip, ntohs(remote->sin_port),
-	       event->ird, event->ord, event->private_data_len,
+	       event->ird, event->ord, event->iwnic_rtr, event->private_data_len,
 	       event->private_data ? (const char *)event->private_data : "");
 }
 

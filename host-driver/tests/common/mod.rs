@@ -20,6 +20,7 @@ use iwnic_host_driver::{
     in_process, CmEvent, CmId, ConnParam, Device, DeviceConfig, EventKind, InProcessNic,
 };
 use iwnic_proto::host::{Command, CommandKind, CommandRecord, Completion, Endpoint, Event};
+use iwnic_proto::mpa::RtrTypes;
 
 pub const LOCAL: [u8; 4] = [10, 0, 0, 1];
 pub const PEER: [u8; 4] = [10, 0, 0, 2];
@@ -516,6 +517,7 @@ fn push_event(
         remote: endpoint(PEER, PEER_PORT),
         ird,
         ord,
+        rtr: RtrTypes::NONE,
         private_data,
     };
     m.next_seq += 1;
