@@ -55,8 +55,9 @@ pub struct Config {
     /// Longest wait in FIN_WAIT_2 for the peer's FIN.
     pub fin_wait_2_timeout: Duration,
     /// Shortest time between two ACKs one connection sends to answer invalid segments:
-    /// challenge ACKs (RFC 5961 §7), and duplicate ACKs to segments without data or FIN
-    /// outside the window. Spoofed SYNs, RSTs and ACKs cannot make it send an ACK each,
+    /// challenge ACKs (RFC 5961 §7), duplicate ACKs to segments without data or FIN
+    /// outside the window, and a half-open connection's SYN-ACK sent again to a repeated
+    /// SYN. Spoofed SYNs, RSTs and ACKs cannot make it send an ACK each,
     /// and two ends that disagree on the window cannot ACK each other in a loop. Data
     /// always gets its ACK, which the peer's recovery needs. Linux's
     /// `tcp_invalid_ratelimit`, one interval per socket for both: 500 ms.

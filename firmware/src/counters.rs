@@ -57,6 +57,9 @@ counters! {
     /// Duplicate ACKs not sent to segments without data or FIN outside the window: an ACK
     /// to an invalid segment had gone within the connection's interval.
     duplicate_acks_limited,
+    /// SYN-ACKs not sent again to a repeated SYN of a half-open connection: an ACK to an
+    /// invalid segment or a repeated SYN had gone within the connection's interval.
+    syn_acks_limited,
     /// Control segments and stream bytes sent again after a timeout.
     retransmissions,
     /// RST segments received that reset a connection.

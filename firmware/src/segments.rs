@@ -302,8 +302,14 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     fn in_syn_received<H: Nic>(&mut self, nic: &mut H, i: usize, seg: &TcpSegment) {
         let (snd_una, snd_nxt) = (self.conns[i].snd_una, self.conns[i].snd_nxt);
         match seg.ack {
-            // The peer sent its SYN again: our SYN-ACK was lost.
+            // The peer sent its SYN again: our SYN-ACK was lost. Answered at most once
+            // an interval, as Linux's `tcp_check_req` does, so copies of a SYN cannot
+            // draw a SYN-ACK each (the peer's own retransmissions are seconds apart).
             None if seg.control == TcpControl::Syn => {
+                if !self.invalid_ack_allowed(i) {
+                    self.counters.syn_acks_limited += 1;
+                    return;
+                }
                 self.counters.retransmissions += 1;
                 self.send(nic, i, TcpControl::Syn, snd_una, Payload::NONE);
             }

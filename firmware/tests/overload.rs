@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use iwnic_proto::host::Command;
 
 /// A flood of copies of one peer's SYN to its half-open connection: Linux answers a
 /// repeated SYN with its SYN-ACK at most once per `tcp_invalid_ratelimit`
@@ -27,12 +26,14 @@ fn repeated_syns_to_a_half_open_connection_draw_one_syn_ack_per_interval() {
     let again = bench.sent();
     assert_eq!(kinds(&again), ["SYN-ACK"], "one answer within the interval");
     assert_eq!(again[0].seq, syn_ack[0].seq);
+    assert_eq!(bench.fw.counters().syn_acks_limited, 99);
     bench.advance(499);
     bench.deliver(syn.clone());
     assert!(bench.sent().is_empty());
     bench.advance(1);
     bench.deliver(syn.clone());
     assert_eq!(kinds(&bench.sent()), ["SYN-ACK"]);
+    assert_eq!(bench.fw.counters().syn_acks_limited, 100);
     peer.saw_all(&syn_ack);
     bench.deliver(peer.ack());
     bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
