@@ -4,6 +4,8 @@
 mod common;
 
 use common::*;
+use iwnic_proto::host::Command;
+use iwnic_proto::mpa::FrameKind;
 
 /// A flood of copies of one peer's SYN to its half-open connection: Linux answers a
 /// repeated SYN with its SYN-ACK at most once per `tcp_invalid_ratelimit`
@@ -38,4 +40,53 @@ fn repeated_syns_to_a_half_open_connection_draw_one_syn_ack_per_interval() {
     bench.deliver(peer.ack());
     bench.deliver(peer.data(&request_v2(OFFER, 16, 16, b"")));
     assert_eq!(briefs(&bench.out()), ["ConnectRequest(0)"]);
+}
+
+/// Rule 10 and the reject's row of the contract: the peer of a rejected request gets an
+/// MPA reply with R=1 carrying the host's private data, then the close. A host's reject
+/// that finds every negotiation buffer held by requests arriving in pieces takes one as
+/// its accept or connect would: the request arriving the longest is reset (counted) and
+/// gives its buffer. Before, the reject completed 0 and the peer got only an RST.
+#[test]
+fn a_reject_with_every_buffer_held_evicts_the_slowest_request() {
+    let mut bench = Bench::default();
+    bench.listen(PORT, 0);
+    let (mut rejected, _, out) = request_from(&mut bench, 2000);
+    let conn = event(&out[0]).conn;
+    let request = request_v2(OFFER, 16, 16, b"");
+    for port in 0..8u16 {
+        let mut peer = Peer::new(1000 + port, PORT, 1);
+        bench.deliver(peer.syn());
+        peer.saw_all(&bench.sent());
+        bench.deliver(peer.ack());
+        bench.deliver(peer.data(&request[..10]));
+        assert_eq!(kinds(&bench.sent()), ["ACK"]);
+    }
+    assert_eq!(bench.fw.buffers_in_use(), 8);
+    bench.command(Command::Reject {
+        conn,
+        private_data: b"busy",
+    });
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let sent = bench.sent();
+    assert_eq!(kinds_and_ports(&sent), [("RST", 1000), ("FIN", 2000)]);
+    let reject = parse_mpa(&sent[1].payload);
+    assert_eq!(
+        (reject.kind, reject.private_data),
+        (FrameKind::Reject, &b"busy"[..])
+    );
+    assert_eq!(bench.fw.counters().requests_evicted, 1);
+    // The reject is sent again until acknowledged, and the close completes.
+    let mut again = bench.sent();
+    while again.is_empty() {
+        bench.advance(1);
+        again = bench.sent();
+    }
+    assert_eq!(kinds_and_ports(&again), [("FIN", 2000)]);
+    rejected.saw_all(&again);
+    bench.deliver(rejected.ack());
+    bench.deliver(rejected.fin());
+    assert_eq!(kinds(&bench.sent()), ["ACK"]);
+    assert!(bench.out().is_empty());
+    assert_eq!(bench.fw.buffers_in_use(), 7);
 }
