@@ -389,7 +389,13 @@ impl<const N: usize, const B: usize> Machine<N, B> {
             return -EINVAL;
         }
         self.detach(i);
-        self.send_reject(nic, i, private_data);
+        // The host's answer takes a buffer as its accept would: the peer is owed the
+        // reply with R=1 and the private data, not a reset (which it gets, counted,
+        // only when no buffer can be had).
+        match self.take_buffer_for_host(nic, i) {
+            Some(_) => self.send_reject(nic, i, private_data),
+            None => self.abort(nic, i, -ECONNRESET),
+        }
         0
     }
 

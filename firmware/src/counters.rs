@@ -133,7 +133,7 @@ counters! {
     /// Connections that needed a negotiation buffer when none was free.
     buffers_exhausted,
     /// Connections whose MPA request was still arriving in pieces, reset to give their
-    /// buffer to a host's accept or connect when every buffer was held.
+    /// buffer to a host's accept, reject or connect when every buffer was held.
     requests_evicted,
     /// Negotiation buffers taken back, with every buffer in use, from connections in FPDU
     /// mode whose bytes the datapath had seen acknowledged.
