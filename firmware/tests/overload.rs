@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use iwnic_proto::errno::ECONNREFUSED;
 use iwnic_proto::host::Command;
 use iwnic_proto::mpa::FrameKind;
 
@@ -89,4 +90,48 @@ fn a_reject_with_every_buffer_held_evicts_the_slowest_request() {
     assert_eq!(kinds(&bench.sent()), ["ACK"]);
     assert!(bench.out().is_empty());
     assert_eq!(bench.fw.buffers_in_use(), 7);
+}
+
+/// A connect the peer rejects: the CONNECT_REPLY -ECONNREFUSED carries the reject's
+/// private data, and from then on the negotiation buffer holds nothing the connection
+/// needs (its request acknowledged, the FIN sent again on its own). Before, it kept the
+/// buffer until the peer acknowledged the FIN, which a peer that does not answer put off
+/// for the FIN's whole retransmission span: with one buffer, every other connect failed
+/// with -ENOBUFS meanwhile.
+#[test]
+fn a_rejected_connect_does_not_hold_its_buffer_through_the_close() {
+    let mut bench: Bench<64, 1> = Bench::sized(config());
+    bench.command(connect_to_peer(16, 16, false, b""));
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    let syn = bench.sent();
+    let mut peer = Peer::new(PORT, syn[0].src_port, 90_000);
+    peer.saw_all(&syn);
+    bench.deliver(peer.syn());
+    peer.saw_all(&bench.sent());
+    bench.deliver(peer.data(&reply(FrameKind::Reject, None, b"no")));
+    let out = bench.out();
+    assert_eq!(briefs(&out), [format!("ConnectReply({})", -ECONNREFUSED)]);
+    assert_eq!(event(&out[0]).private_data, b"no");
+    let fin = bench.sent();
+    assert_eq!(kinds(&fin), ["FIN"]);
+    assert_eq!(bench.fw.buffers_in_use(), 0);
+    bench.command(connect_to_peer(16, 16, false, b""));
+    assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
+    assert_eq!(kinds_and_ports(&bench.sent()), [("SYN", PORT)]);
+    // The first connection's FIN goes again, alone, until the peer acknowledges it.
+    let mut again = bench.sent();
+    while again.is_empty() {
+        bench.advance(1);
+        again = bench.sent();
+    }
+    let again: Vec<_> = again
+        .into_iter()
+        .filter(|s| s.src_port == fin[0].src_port)
+        .collect();
+    assert_eq!(kinds(&again), ["FIN"]);
+    assert_eq!((again[0].seq, again[0].payload.len()), (fin[0].seq, 0));
+    peer.saw_all(&again);
+    bench.deliver(peer.ack());
+    bench.deliver(peer.fin());
+    assert!(bench.out().is_empty());
 }
