@@ -1116,6 +1116,17 @@ impl<const N: usize, const B: usize> Machine<N, B> {
     /// acknowledged; then `state`: FIN_WAIT_1 when we close first, LAST_ACK when the
     /// peer's FIN (already counted in `rcv_nxt`) came first.
     fn send_fin<H: Nic>(&mut self, nic: &mut H, i: usize, state: State) {
+        // A negotiation buffer with none of our bytes left unacknowledged is of no more
+        // use (the FIN goes again on its own, and nothing more is received into it): it
+        // goes back to the pool now, not when the peer acknowledges the FIN, which a
+        // silent peer puts off for the FIN's whole retransmission span.
+        let snd_una = self.conns[i].snd_una;
+        if self
+            .buffer(i)
+            .is_some_and(|b| b.tx_len == 0 || b.acknowledged_by(snd_una))
+        {
+            self.release_buffer(i);
+        }
         let seq = self.conns[i].snd_nxt;
         self.send(nic, i, TcpControl::Fin, seq, Payload::NONE);
         self.conns[i].snd_nxt = seq.wrapping_add(1);
