@@ -135,6 +135,10 @@ counters! {
     /// Connections whose MPA request was still arriving in pieces, reset to give their
     /// buffer to a host's accept, reject or connect when every buffer was held.
     requests_evicted,
+    /// Closing connections (a refusal or reply not yet acknowledged) reset to give their
+    /// buffer to a host's accept, reject or connect when every buffer was held and no
+    /// request was arriving in pieces.
+    closings_evicted,
     /// Negotiation buffers taken back, with every buffer in use, from connections in FPDU
     /// mode whose bytes the datapath had seen acknowledged.
     buffers_reclaimed,

@@ -138,13 +138,12 @@ fn a_rejected_connect_does_not_hold_its_buffer_through_the_close() {
 
 /// Peers that send whole requests past the backlog and then fall silent: each refusal
 /// (the reply with R=1 and FIN) holds a negotiation buffer until the peer acknowledges
-/// it, for the FIN's whole retransmission span. Eight of them hold the pool, and the
-/// host's accept of a request it was given fails with -ENOBUFS and resets that peer: the
+/// it, for the FIN's whole retransmission span. Eight of them held the pool, and the
+/// host's accept of a request it was given failed with -ENOBUFS and reset that peer: the
 /// outcome the eviction rule prevents for requests arriving in pieces, reached another
-/// way. What the test asks (the accept served) needs the eviction rule widened to
-/// connections the host no longer hears of, which is a change of that rule.
+/// way. The rule now takes a closing connection's buffer when no request is arriving in
+/// pieces: one refused peer is reset (counted), and the accept is served.
 #[test]
-#[ignore = "the eviction rule covers only requests arriving in pieces; taking a refused connection's buffer widens it"]
 fn an_accept_is_served_while_refused_silent_peers_hold_every_buffer() {
     let mut bench = Bench::default();
     bench.listen(PORT, 1);
@@ -159,5 +158,17 @@ fn an_accept_is_served_while_refused_silent_peers_hold_every_buffer() {
     assert_eq!(bench.fw.counters().backlog_refused, 8);
     bench.command(accept_command(conn));
     assert_eq!(briefs(&bench.out()), ["DONE(0)"]);
-    assert!(kinds_and_ports(&bench.sent()).contains(&("DATA", 2000)));
+    let sent = kinds_and_ports(&bench.sent());
+    assert!(sent.contains(&("DATA", 2000)), "the reply: {sent:?}");
+    assert_eq!(
+        sent.iter().filter(|(kind, _)| *kind == "RST").count(),
+        1,
+        "one refused peer reset for its buffer: {sent:?}"
+    );
+    let counters = bench.fw.counters();
+    assert_eq!(
+        (counters.closings_evicted, counters.requests_evicted),
+        (1, 0)
+    );
+    assert_eq!(bench.fw.buffers_in_use(), 8);
 }
