@@ -60,7 +60,8 @@ counters! {
     /// SYN-ACKs not sent again to a repeated SYN of a half-open connection: an ACK to an
     /// invalid segment or a repeated SYN had gone within the connection's interval.
     syn_acks_limited,
-    /// Control segments and stream bytes sent again after a timeout.
+    /// Control segments and stream bytes sent again: after a timeout, or a SYN-ACK for
+    /// the peer's repeated SYN (our first was lost).
     retransmissions,
     /// RST segments received that reset a connection.
     resets_received,
