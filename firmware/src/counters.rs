@@ -128,8 +128,8 @@ counters! {
     /// Connection requests refused because the connection table was full.
     table_full,
     /// Connections the datapath could not carry, their 4-tuple's flow-table bucket being
-    /// full: the accept fails with -ENOMEM, or the connect's CONNECT_REPLY carries it, and
-    /// the connection is reset.
+    /// full: the accept fails with -ENOMEM, or the connect's CONNECT_REPLY is -ECONNRESET
+    /// (one of rule 4's statuses), and the connection is reset.
     flow_table_full,
     /// Connections that needed a negotiation buffer when none was free.
     buffers_exhausted,

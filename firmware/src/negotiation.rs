@@ -155,9 +155,10 @@ fn asked_by(frame: &FrameRepr) -> Negotiation {
 }
 
 /// The responder's choice among the offered RTR types: a zero-length Write first, as
-/// siw's and cxgb4's responders choose (the datapath takes it, and nothing answers it),
-/// then Read (all a cxgb4 initiator offers by default; it needs a Read Response), then
-/// Send.
+/// siw's responder chooses (the datapath takes it, and nothing answers it), then Read
+/// (all a cxgb4 initiator offers by default; it needs a Read Response), then Send.
+/// (cxgb4's responder answers with its module-wide type, Read by default, whatever
+/// was offered.)
 fn choose_rtr(offer: RtrTypes) -> RtrTypes {
     if offer.write {
         RtrTypes::WRITE

@@ -37,8 +37,9 @@ pub struct DeviceConfig {
     /// Ids that may exist at once; `create_cm_id` beyond it returns -ENOMEM.
     pub max_ids: usize,
     /// How long a call waits for the NIC's completion before returning -ETIMEDOUT. It
-    /// must outlast the NIC's own timers: a peer-to-peer accept completes only when the
-    /// initiator's RTR arrives (the firmware waits up to 10 s for it).
+    /// must outlast the NIC's own timers: a disconnect after a peer-to-peer accept waits
+    /// as long for the ESTABLISHED, which comes with the initiator's RTR (the firmware
+    /// waits up to 10 s for it).
     pub command_timeout: Duration,
     /// Initiate with MPA revision 1 (RFC 5044) instead of 2 (RFC 6581: enhanced setup,
     /// peer-to-peer with an RTR). Like the kernel providers' MPA-version parameter, it is
