@@ -58,6 +58,35 @@ fn wait_set(value: &AtomicUsize, what: &str) -> usize {
     }
 }
 
+/// An event of connection `CONN` from the NIC, as its firmware raises them.
+fn push_event(nic: *const IwnicNic, seq: u32, kind: EventKind, listener: u32, rtr: RtrTypes) {
+    let event = Event {
+        seq,
+        kind,
+        conn: CONN,
+        listener,
+        status: 0,
+        local: Endpoint::v4([10, 0, 0, 1], 4791),
+        remote: Endpoint::v4([10, 0, 0, 2], 50000),
+        ird: 1,
+        ord: 1,
+        rtr,
+        private_data: &[],
+    };
+    let mut record = vec![0u8; event.buffer_len()];
+    event.emit(&mut record).unwrap();
+    push(nic, &record);
+}
+
+/// What the tests accept with: no private data, IRD and ORD 1, the registered QP.
+const CONN_PARAM: IwCmConnParam = IwCmConnParam {
+    private_data: ptr::null::<c_void>(),
+    private_data_len: 0,
+    ord: 1,
+    ird: 1,
+    qpn: QPN,
+};
+
 fn push(nic: *const IwnicNic, record: &[u8]) {
     // SAFETY: `nic` is live until the test frees it, `record` readable.
     unsafe { iwnic_nic_push_record(nic, record.as_ptr().cast(), record.len()) };
@@ -128,22 +157,7 @@ impl Fixture {
             assert_eq!(iw_cm_listen(listener, 8), 0);
             listener
         };
-        let request = Event {
-            seq: 1,
-            kind: EventKind::ConnectRequest,
-            conn: CONN,
-            listener: LISTENER,
-            status: 0,
-            local: Endpoint::v4([10, 0, 0, 1], 4791),
-            remote: Endpoint::v4([10, 0, 0, 2], 50000),
-            ird: 1,
-            ord: 1,
-            rtr: RtrTypes::NONE,
-            private_data: &[],
-        };
-        let mut record = vec![0u8; request.buffer_len()];
-        request.emit(&mut record).unwrap();
-        push(nic, &record);
+        push_event(nic, 1, EventKind::ConnectRequest, LISTENER, RtrTypes::NONE);
         Fixture {
             dev,
             nic,
@@ -202,13 +216,7 @@ fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
         std::thread::sleep(Duration::from_millis(1));
     }
     let child = CHILD.load(Ordering::SeqCst) as *mut IwCmId;
-    let good = IwCmConnParam {
-        private_data: ptr::null::<c_void>(),
-        private_data_len: 0,
-        ord: 1,
-        ird: 1,
-        qpn: QPN,
-    };
+    let good = CONN_PARAM;
     // SAFETY: the child is live until destroyed below.
     unsafe {
         assert_eq!(iw_cm_accept(child, ptr::null()), EINVAL);
@@ -236,31 +244,9 @@ fn an_accept_with_an_unreadable_conn_param_ends_the_connection() {
 fn established_tells_the_c_handler_the_rtr_in_iwnic_rtr() {
     let fixture = Fixture::listening(Some(record_rtr));
     let child = wait_set(&RTR_CHILD, "CONNECT_REQUEST") as *mut IwCmId;
-    let param = IwCmConnParam {
-        private_data: ptr::null::<c_void>(),
-        private_data_len: 0,
-        ord: 1,
-        ird: 1,
-        qpn: QPN,
-    };
     // SAFETY: the child is live until destroyed below.
-    assert_eq!(unsafe { iw_cm_accept(child, &param) }, 0);
-    let established = Event {
-        seq: 2,
-        kind: EventKind::Established,
-        conn: CONN,
-        listener: 0,
-        status: 0,
-        local: Endpoint::v4([10, 0, 0, 1], 4791),
-        remote: Endpoint::v4([10, 0, 0, 2], 50000),
-        ird: 1,
-        ord: 1,
-        rtr: RtrTypes::READ,
-        private_data: &[],
-    };
-    let mut record = vec![0u8; established.buffer_len()];
-    established.emit(&mut record).unwrap();
-    push(fixture.nic, &record);
+    assert_eq!(unsafe { iw_cm_accept(child, &CONN_PARAM) }, 0);
+    push_event(fixture.nic, 2, EventKind::Established, 0, RtrTypes::READ);
     let seen = wait_set(&ESTABLISHED_RTR, "ESTABLISHED") - 1;
     assert_eq!(seen, usize::from(IWNIC_RTR_READ));
     // SAFETY: as above.
