@@ -17,15 +17,14 @@ bench=$(cargo bench -p iwnic-firmware --bench setup --no-run --message-format=js
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 connections=1000
 out=$(mktemp)
-# One run per regime of the bench (IWNIC_BENCH_REGIME: that regime's round, once).
-label=("checksums in the datapath, 1 at a time"
-    "received checksums checked in firmware too, 1 at a time"
-    "checksums in the datapath, 8 side by side")
+# One run per regime of the bench (IWNIC_BENCH_REGIME: that regime's round, once; it
+# prints the regime's label).
 for regime in 0 1 2; do
-    IWNIC_BENCH_REGIME=$regime IWNIC_BENCH_CONNECTIONS=$connections valgrind --tool=callgrind \
-        --callgrind-out-file="$out" --toggle-collect='*Firmware*poll*' "$bench" >/dev/null 2>&1
+    label=$(IWNIC_BENCH_REGIME=$regime IWNIC_BENCH_CONNECTIONS=$connections valgrind \
+        --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*Firmware*poll*' \
+        "$bench" 2>/dev/null)
     total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-    echo "  ${label[$regime]}: $((total / connections)) host instructions per setup and release ($connections connections)"
+    echo "  $label: $((total / connections)) host instructions per setup and release ($connections connections)"
 done
 rm -f "$out"
 

@@ -6,7 +6,8 @@
 //! with checksums in the datapath, the same with received checksums checked in firmware
 //! too, and [`MAX_SIDE_BY_SIDE`] setups side by side. Host instructions per setup:
 //! `scripts/bench-firmware.sh` runs this binary under callgrind, one regime at a time
-//! (`IWNIC_BENCH_REGIME=0|1|2`: that regime once), counting only `Firmware::poll`;
+//! (`IWNIC_BENCH_REGIME=0|1|2`: that regime once, its label printed), counting only
+//! `Firmware::poll`;
 //! RISC-V instructions: `scripts/riscv-firmware.sh` (QEMU, `minstret`).
 //! `IWNIC_BENCH_CONNECTIONS` sets the setups per round (default 20,000).
 //!
@@ -79,6 +80,7 @@ fn main() {
             .get(regime)
             .expect("IWNIC_BENCH_REGIME is 0, 1 or 2");
         round(regime, connections);
+        println!("{}", regime.label);
         return;
     }
     println!("firmware passive setup, {connections} connections per round, firmware poll only");
